@@ -1,0 +1,42 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "swift-linux-reachability",
+    products: [
+        .library(name: "Netlink", targets: ["Netlink"]),
+        .library(name: "Reachability", targets: ["Reachability"]),
+        .executable(name: "reach", targets: ["reach"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // libnl-3 and libnl-route-3, seen through one module map and one shim header.
+        .systemLibrary(
+            name: "CNetlink",
+            path: "modulemaps/CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
+        // The Swift overlay of libnl: the only module that imports CNetlink.
+        .target(name: "Netlink", dependencies: ["CNetlink"]),
+        // What the kernel facts mean for reachability.
+        .target(name: "Reachability", dependencies: ["Netlink"]),
+        // The command-line tool.
+        .executableTarget(
+            name: "reach",
+            dependencies: [
+                "Netlink",
+                "Reachability",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Test bed: uniquely named network namespaces that tests build and always delete.
+        .target(name: "NetnsTestSupport", path: "Tests/NetnsTestSupport"),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "NetnsTestSupport"]),
+        .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

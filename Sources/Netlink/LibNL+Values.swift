@@ -1,0 +1,138 @@
+import CNetlink
+import Glibc
+
+// Conversions from libnl objects to the library's values. Each takes a borrowed libnl pointer,
+// copies what it needs and keeps no reference.
+
+extension IPAddress {
+    /// The address in a libnl `nl_addr` of family AF_INET or AF_INET6; nil for an empty one.
+    init?(libnl addr: OpaquePointer?) {
+        guard let addr, let binary = nl_addr_get_binary_addr(addr) else { return nil }
+        let length = Int(nl_addr_get_len(addr))
+        guard length == 4 || length == 16 else { return nil }
+        self.init(octets: UnsafeRawBufferPointer(start: binary, count: length))
+    }
+}
+
+extension IPNetwork {
+    /// The prefix in a libnl `nl_addr`; an empty address becomes the family's zero prefix.
+    init?(libnl addr: OpaquePointer?, family: AddressFamily) {
+        guard let addr else { return nil }
+        let length = UInt8(truncatingIfNeeded: nl_addr_get_prefixlen(addr))
+        let address = IPAddress(libnl: addr) ?? (family == .ipv4 ? .v4(.any) : .v6(.any))
+        self.init(address: address, prefixLength: min(length, family.bitWidth))
+    }
+}
+
+extension AddressFamily {
+    init?(kernel value: Int32) {
+        switch value {
+        case AF_INET: self = .ipv4
+        case AF_INET6: self = .ipv6
+        default: return nil
+        }
+    }
+}
+
+extension Link {
+    /// A link from a libnl `rtnl_link`; nil for the per-family (AF_BRIDGE) views of bridge ports,
+    /// which describe the same device a second time.
+    init?(libnl link: OpaquePointer) {
+        guard rtnl_link_get_family(link) == AF_UNSPEC else { return nil }
+        var netnsid: Int32 = 0
+        let hardware: HardwareAddress? = {
+            guard let addr = rtnl_link_get_addr(link), let bytes = nl_addr_get_binary_addr(addr) else { return nil }
+            let count = Int(nl_addr_get_len(addr))
+            guard count > 0 else { return nil }
+            return HardwareAddress(octets: Array(UnsafeRawBufferPointer(start: bytes, count: count)))
+        }()
+        let master = rtnl_link_get_master(link)
+        let lower = rtnl_link_get_link(link)
+        self.init(
+            index: Int32(rtnl_link_get_ifindex(link)),
+            name: rtnl_link_get_name(link).map { String(cString: $0) } ?? "",
+            arphrdType: ARPHRDType(rawValue: UInt16(truncatingIfNeeded: rtnl_link_get_arptype(link))),
+            kind: rtnl_link_get_type(link).map { String(cString: $0) },
+            flags: InterfaceFlags(rawValue: UInt32(rtnl_link_get_flags(link))),
+            operState: OperState(rawValue: rtnl_link_get_operstate(link)),
+            carrier: rtnl_link_get_carrier(link) != 0,
+            mtu: UInt32(rtnl_link_get_mtu(link)),
+            hardwareAddress: hardware,
+            masterIndex: master > 0 ? Int32(master) : nil,
+            lowerLinkIndex: lower > 0 ? Int32(lower) : nil,
+            linkNamespaceID: rtnl_link_get_link_netnsid(link, &netnsid) == 0 ? netnsid : nil)
+    }
+}
+
+extension InterfaceAddress {
+    /// An address from a libnl `rtnl_addr`; nil for families other than IPv4 and IPv6.
+    init?(libnl addr: OpaquePointer) {
+        guard AddressFamily(kernel: rtnl_addr_get_family(addr)) != nil,
+              let local = IPAddress(libnl: rtnl_addr_get_local(addr)) else { return nil }
+        let peer = IPAddress(libnl: rtnl_addr_get_peer(addr))
+        self.init(
+            linkIndex: Int32(rtnl_addr_get_ifindex(addr)),
+            address: local,
+            prefixLength: UInt8(truncatingIfNeeded: rtnl_addr_get_prefixlen(addr)),
+            peer: peer == local ? nil : peer,
+            broadcast: IPAddress(libnl: rtnl_addr_get_broadcast(addr)),
+            scope: Scope(rawValue: UInt8(truncatingIfNeeded: rtnl_addr_get_scope(addr))),
+            flags: AddressFlags(rawValue: UInt32(rtnl_addr_get_flags(addr))),
+            validLifetime: Lifetime(kernelValue: rtnl_addr_get_valid_lifetime(addr)),
+            preferredLifetime: Lifetime(kernelValue: rtnl_addr_get_preferred_lifetime(addr)),
+            label: rtnl_addr_get_label(addr).map { String(cString: $0) })
+    }
+}
+
+extension Route {
+    /// A route from a libnl `rtnl_route`; nil for families other than IPv4 and IPv6.
+    init?(libnl route: OpaquePointer) {
+        guard let family = AddressFamily(kernel: Int32(rtnl_route_get_family(route))),
+              let destination = IPNetwork(libnl: rtnl_route_get_dst(route), family: family) else { return nil }
+        var nexthops: [Nexthop] = []
+        let count = rtnl_route_get_nnexthops(route)
+        nexthops.reserveCapacity(Int(count))
+        for i in 0..<count {
+            guard let hop = rtnl_route_nexthop_n(route, i) else { continue }
+            let index = rtnl_route_nh_get_ifindex(hop)
+            nexthops.append(Nexthop(
+                gateway: IPAddress(libnl: rtnl_route_nh_get_gateway(hop)),
+                linkIndex: index > 0 ? Int32(index) : nil,
+                weight: rtnl_route_nh_get_weight(hop),
+                flags: RouteFlags(rawValue: UInt32(rtnl_route_nh_get_flags(hop)))))
+        }
+        var flags = RouteFlags(rawValue: rtnl_route_get_flags(route))
+        if nexthops.count == 1 { flags.formUnion(nexthops[0].flags) }
+        let source = rtnl_route_get_src(route)
+        self.init(
+            family: family,
+            table: RouteTable(rawValue: rtnl_route_get_table(route)),
+            destination: destination,
+            sourcePrefix: source.flatMap { nl_addr_get_prefixlen($0) > 0 ? IPNetwork(libnl: $0, family: family) : nil },
+            type: RouteType(rawValue: rtnl_route_get_type(route)),
+            routeProtocol: RouteProtocol(rawValue: rtnl_route_get_protocol(route)),
+            scope: Scope(rawValue: rtnl_route_get_scope(route)),
+            metric: rtnl_route_get_priority(route),
+            tos: rtnl_route_get_tos(route),
+            preferredSource: IPAddress(libnl: rtnl_route_get_pref_src(route)),
+            flags: flags,
+            nexthops: nexthops)
+    }
+
+    /// Parses one `RTM_NEWROUTE` / `RTM_DELROUTE` message with libnl's route parser.
+    init?(message header: UnsafeMutablePointer<nlmsghdr>) {
+        var parsed: OpaquePointer?
+        guard rtnl_route_parse(header, &parsed) >= 0, let parsed else { return nil }
+        defer { rtnl_route_put(parsed) }
+        self.init(libnl: parsed)
+    }
+}
+
+/// Calls `body` for every object of a libnl cache, in cache order.
+func forEachObject(in cache: OpaquePointer, _ body: (OpaquePointer) -> Void) {
+    var object = nl_cache_get_first(cache)
+    while let current = object {
+        body(current)
+        object = nl_cache_get_next(current)
+    }
+}

@@ -1,0 +1,87 @@
+import CNetlink
+
+/// A connection to the kernel's routing service in one namespace, for one-off questions:
+/// the current links, addresses and routes, and route lookups.
+///
+/// Thread-safe: calls are serialised on one socket. Open one per namespace and keep it; the
+/// socket was opened inside the namespace and keeps working there.
+///
+/// ```swift
+/// let kernel = try NetlinkConnection(namespace: .named("blue"))
+/// if case .route(let route) = try kernel.lookupRoute(to: IPAddress("192.0.2.1")!) {
+///     print(route.outputLinkIndex, route.gateway)
+/// }
+/// ```
+public final class NetlinkConnection: @unchecked Sendable {
+    // @unchecked Sendable: `socket` is only used inside `lock.withLock`, so one thread at a time
+    // talks on it; `namespace` is immutable.
+
+    /// The namespace this connection reads.
+    public let namespace: NetworkNamespace
+    private let lock = ConditionLock()
+    private let socket: RequestSocket
+
+    /// Opens a connection in `namespace`.
+    ///
+    /// - Throws: ``NetlinkError/namespaceNotFound``, ``NetlinkError/notANetworkNamespace`` or
+    ///   ``NetlinkError/namespacePermissionDenied`` for a namespace that cannot be entered.
+    public init(namespace: NetworkNamespace = .current) throws(NetlinkError) {
+        self.namespace = namespace
+        let opened = try namespace.perform { () throws(NetlinkError) in UnsafeTransfer(try RequestSocket()) }
+        socket = opened.value
+    }
+
+    /// The links, sorted by index, read through a libnl link cache.
+    public func links() throws(NetlinkError) -> [Link] {
+        try lock.withLock { () throws(NetlinkError) in try socket.links() }
+    }
+
+    /// The interface addresses, read through a libnl address cache.
+    public func addresses() throws(NetlinkError) -> [InterfaceAddress] {
+        try lock.withLock { () throws(NetlinkError) in try socket.addresses() }
+    }
+
+    /// The default routes of every table and family.
+    public func defaultRoutes() throws(NetlinkError) -> [Route] {
+        try routes(.defaultRoutes)
+    }
+
+    /// The links, addresses and default routes, read one after the other. Unlike a
+    /// subscription's ``NetlinkSubscription/state``, the parts may be a few microseconds apart.
+    public func snapshot() throws(NetlinkError) -> NetworkState {
+        NetworkState(links: try links(), addresses: try addresses(), defaultRoutes: try defaultRoutes())
+    }
+
+    /// The routes that match `filter`, in the kernel's order. On a host with a full Internet
+    /// table, prefer a filter (or ``forEachRoute(_:_:)``) to holding every route in memory.
+    public func routes(_ filter: RouteFilter = .all) throws(NetlinkError) -> [Route] {
+        var routes: [Route] = []
+        try forEachRoute(filter, restart: { routes.removeAll() }) { routes.append($0) }
+        return routes
+    }
+
+    /// Streams the routes that match `filter` to `body` without keeping them.
+    ///
+    /// - Parameter restart: called when the kernel interrupted the dump with a change
+    ///   (`NLM_F_DUMP_INTR`); the dump starts again and `body` sees every route again.
+    public func forEachRoute(_ filter: RouteFilter = .all, restart: () -> Void = {},
+                             _ body: (Route) -> Void) throws(NetlinkError) {
+        try lock.withLock { () throws(NetlinkError) in try socket.forEachRoute(filter, restart: restart, body) }
+    }
+
+    /// Asks the kernel how it would route a packet to `destination`, the same question as
+    /// `ip route get`: policy rules, marks and the source address all count.
+    ///
+    /// - Parameters:
+    ///   - destination: the target address.
+    ///   - source: the source address the packet would carry, if fixed.
+    ///   - outputLinkIndex: the link the packet must leave through, if fixed.
+    ///   - mark: the firewall mark the packet would carry, for rules that match marks.
+    /// - Returns: the matched route, or why there is none.
+    public func lookupRoute(to destination: IPAddress, from source: IPAddress? = nil,
+                            outputLinkIndex: Int32? = nil, mark: UInt32? = nil) throws(NetlinkError) -> RouteLookupResult {
+        try lock.withLock { () throws(NetlinkError) in
+            try socket.lookupRoute(to: destination, from: source, outputLinkIndex: outputLinkIndex, mark: mark)
+        }
+    }
+}

@@ -1,0 +1,75 @@
+/// One change that a ``NetlinkSubscription`` reports.
+///
+/// Every observer first receives ``snapshot(_:)`` with the state at the moment it joined, then
+/// every change after that, in the kernel's order.
+public enum NetlinkEvent: Sendable, Hashable {
+    /// The whole state when the observer joined. Always the first event.
+    case snapshot(NetworkState)
+    /// A link appeared, changed (name, flags, carrier, operstate, MTU, master...) or went away
+    /// (deleted, or moved to another namespace).
+    case link(Change<Link>)
+    /// An interface address appeared, changed (flags, lifetimes) or went away.
+    case address(Change<InterfaceAddress>)
+    /// A route of any table appeared, changed or went away.
+    case route(RouteChange)
+    /// The subscription lost kernel notifications (or hit an error) and re-read the kernel's
+    /// state; the differences were reported just before this event, so the observer's view
+    /// equals the kernel's again.
+    case resynchronized(ResynchronizationReason)
+}
+
+/// A change to a value that the subscription keeps: a link or an address.
+public enum Change<Value: Sendable & Hashable>: Sendable, Hashable {
+    /// The value appeared.
+    case new(Value)
+    /// The value changed; both versions are given.
+    case changed(old: Value, new: Value)
+    /// The value went away; this is its last version.
+    case removed(Value)
+
+    /// The value after the change (the last version for ``removed(_:)``).
+    public var value: Value {
+        switch self {
+        case .new(let v), .removed(let v), .changed(_, let v): return v
+        }
+    }
+}
+
+/// A change to a route.
+///
+/// The subscription keeps the default routes only (a full table can hold a million routes), so
+/// it knows the previous version of a default route but not of any other.
+public enum RouteChange: Sendable, Hashable {
+    /// A route appeared.
+    case new(Route)
+    /// A default route was replaced or updated; both versions are given.
+    case changed(old: Route, new: Route)
+    /// A route that the subscription does not keep was replaced (`ip route replace`, or
+    /// `NLM_F_REPLACE`); this is the new version.
+    case replaced(Route)
+    /// A route went away: deleted, or flushed by the kernel when its link went down or away
+    /// (which the kernel does without a notification; the subscription notices and reports it).
+    case removed(Route)
+
+    /// The route after the change (the last version for ``removed(_:)``).
+    public var route: Route {
+        switch self {
+        case .new(let r), .replaced(let r), .removed(let r), .changed(_, let r): return r
+        }
+    }
+}
+
+/// Why a subscription re-read the kernel's state.
+public enum ResynchronizationReason: Sendable, Hashable, CustomStringConvertible {
+    /// The socket's receive buffer overflowed (`ENOBUFS`): the kernel dropped notifications.
+    case overflow
+    /// Reading notifications failed with this error.
+    case error(NetlinkError)
+
+    public var description: String {
+        switch self {
+        case .overflow: return "overflow"
+        case .error(let e): return "error: \(e)"
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import Dispatch
+import Synchronization
+
+/// A live view of one network namespace: its links, addresses and default routes, kept current
+/// from kernel notifications, and every change as an event.
+///
+/// One subscription (one socket, one thread) serves every observer in the process for a
+/// namespace: use ``shared(namespace:)``. Observe with a closure on a queue of your choice, or
+/// with `for try await`:
+///
+/// ```swift
+/// let subscription = try NetlinkSubscription.shared()
+/// for try await event in subscription.events() {
+///     if case .link(.changed(let old, let new)) = event, old.isRunning != new.isRunning {
+///         print("\(new.name) is \(new.isRunning ? "running" : "not running")")
+///     }
+/// }
+/// ```
+///
+/// Every observer receives ``NetlinkEvent/snapshot(_:)`` first, then each change. When the kernel
+/// drops notifications (a full receive buffer), the subscription re-reads the kernel's state,
+/// reports the differences and ``NetlinkEvent/resynchronized(_:)``; it does not end. It ends only
+/// when its namespace is deleted (``NetlinkError/namespaceDeleted``) or it is released.
+public final class NetlinkSubscription: Sendable {
+    /// The namespace this subscription watches.
+    public let namespace: NetworkNamespace
+    /// The options it was opened with.
+    public let options: SubscriptionOptions
+    let publisher: Publisher
+    private let engine: SubscriptionEngine
+
+    /// Opens a subscription of its own (not shared) in `namespace`, and returns once the
+    /// initial state has been read. Prefer ``shared(namespace:)`` unless you need other options.
+    ///
+    /// - Throws: ``NetlinkError`` when the namespace cannot be entered or the kernel refuses.
+    public init(namespace: NetworkNamespace = .current, options: SubscriptionOptions = .init()) throws(NetlinkError) {
+        self.namespace = namespace
+        self.options = options
+        let publisher = Publisher()
+        self.publisher = publisher
+        engine = try SubscriptionEngine.start(namespace: namespace, options: options, publisher: publisher)
+    }
+
+    deinit { engine.stop() }
+
+    private struct WeakSubscription: Sendable {
+        weak var value: NetlinkSubscription?
+    }
+
+    private static let registry = Mutex<[NetworkNamespace.Identity: WeakSubscription]>([:])
+
+    /// The process-wide subscription for `namespace` (default options), opened on first use and
+    /// kept while anyone holds it or observes it.
+    public static func shared(namespace: NetworkNamespace = .current) throws(NetlinkError) -> NetlinkSubscription {
+        let identity = try namespace.identity()
+        return try registry.withLock { (entries) throws(NetlinkError) -> NetlinkSubscription in
+            if let existing = entries[identity]?.value, existing.publisher.termination == nil {
+                return existing
+            }
+            entries = entries.filter { $0.value.value != nil }
+            let created = try NetlinkSubscription(namespace: namespace)
+            entries[identity] = WeakSubscription(value: created)
+            return created
+        }
+    }
+
+    /// The current links, addresses and default routes.
+    public var state: NetworkState { publisher.state }
+
+    /// How many times the subscription has re-read the kernel's state after lost notifications.
+    public var resynchronizationCount: Int { publisher.resynchronizationCount }
+
+    /// Why the subscription ended, or nil while it runs.
+    public var termination: NetlinkError? { publisher.termination }
+
+    /// Calls `handler` with every event, in order, on `queue` (a private serial queue by default;
+    /// a concurrent queue is used through a serial one that targets it).
+    ///
+    /// The first call carries ``NetlinkEvent/snapshot(_:)``. Keep the returned observation: when
+    /// it is released or cancelled, delivery stops, and once `cancel()` has returned no callback
+    /// runs (unless `cancel()` was called from inside one).
+    ///
+    /// - Parameter onTermination: called once if the subscription ends (the namespace was deleted).
+    public func observe(on queue: DispatchQueue? = nil,
+                        onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
+                        _ handler: @escaping @Sendable (NetlinkEvent) -> Void) -> NetlinkObservation {
+        let serial = DispatchQueue(label: "Netlink.observer", target: queue)
+        let observer = CallbackObserver(queue: serial, handler: handler, onTermination: onTermination)
+        publisher.attach(observer)
+        return NetlinkObservation(subscription: self, observer: observer)
+    }
+
+    /// Every event as an asynchronous sequence, starting with ``NetlinkEvent/snapshot(_:)``.
+    /// The sequence keeps the subscription alive while it is iterated; it ends by throwing the
+    /// ``NetlinkError`` that ended the subscription.
+    public func events() -> NetlinkEventStream {
+        let (stream, continuation) = AsyncThrowingStream<NetlinkEvent, any Error>.makeStream()
+        let sink = StreamObserver(continuation: continuation)
+        continuation.onTermination = { [self] _ in publisher.detach(sink) }
+        publisher.attach(sink)
+        return NetlinkEventStream(base: stream)
+    }
+}
+
+/// A registered closure observer of a ``NetlinkSubscription``. Cancel it, or release it, to stop.
+public final class NetlinkObservation: Sendable {
+    private let subscription: NetlinkSubscription
+    private let observer: CallbackObserver
+
+    init(subscription: NetlinkSubscription, observer: CallbackObserver) {
+        self.subscription = subscription
+        self.observer = observer
+    }
+
+    /// Stops delivery. When it returns, no callback is running (unless called from one) and none
+    /// will start. Calling it again does nothing.
+    public func cancel() {
+        subscription.publisher.detach(observer)
+        observer.cancel()
+    }
+
+    deinit { cancel() }
+}
+
+/// The events of a ``NetlinkSubscription`` as an `AsyncSequence` that throws ``NetlinkError``.
+public struct NetlinkEventStream: AsyncSequence, Sendable {
+    public typealias Element = NetlinkEvent
+    public typealias Failure = NetlinkError
+
+    let base: AsyncThrowingStream<NetlinkEvent, any Error>
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator()) }
+
+    /// The iterator of a ``NetlinkEventStream``.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<NetlinkEvent, any Error>.AsyncIterator
+
+        public mutating func next() async throws(NetlinkError) -> NetlinkEvent? {
+            do { return try await base.next() } catch { throw (error as? NetlinkError) ?? .failure }
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(NetlinkError) -> NetlinkEvent? {
+            do { return try await base.next(isolation: actor) } catch { throw (error as? NetlinkError) ?? .failure }
+        }
+    }
+}

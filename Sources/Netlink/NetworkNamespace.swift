@@ -1,0 +1,177 @@
+import CNetlink
+import Glibc
+
+/// A network namespace that the library reads and watches.
+///
+/// `.current` is the namespace of the calling process. A name means `/run/netns/NAME`, as
+/// `ip -n NAME` does; a path (such as `/proc/1234/ns/net`) is used as is. Sockets for another
+/// namespace are opened on a dedicated thread that enters it (`setns`) and comes back, so the
+/// caller's threads never change namespace, and the sockets keep working in the namespace.
+/// Entering another namespace needs `CAP_SYS_ADMIN`; the current one needs no privilege.
+public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
+    /// The namespace file, or nil for the current namespace.
+    public let path: String?
+    /// The name, when the namespace was given by name.
+    public let name: String?
+
+    private init(path: String?, name: String?) {
+        self.path = path
+        self.name = name
+    }
+
+    /// The namespace of the calling process.
+    public static let current = NetworkNamespace(path: nil, name: nil)
+
+    /// The directory where `ip netns` keeps named namespaces.
+    public static let namedNamespaceDirectory = "/run/netns"
+
+    /// A namespace by name, as `/run/netns/NAME`.
+    ///
+    /// - Throws: ``NetlinkError/invalidNamespaceName`` for an empty or over-long name (more than
+    ///   255 bytes), `.`, `..`, or a name with `/` or NUL in it.
+    public static func named(_ name: String) throws(NetlinkError) -> NetworkNamespace {
+        guard !name.isEmpty, name.utf8.count <= 255, name != ".", name != "..",
+              !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) else {
+            throw NetlinkError(code: NetlinkError.invalidNamespaceName.code,
+                               context: "namespace name \(quoted(name))")
+        }
+        return NetworkNamespace(path: "\(namedNamespaceDirectory)/\(name)", name: name)
+    }
+
+    /// A namespace by the path of its file (a bind mount made by `ip netns add`, or
+    /// `/proc/PID/ns/net`).
+    ///
+    /// - Throws: ``NetlinkError/invalidNamespaceName`` for an empty or over-long path
+    ///   (`PATH_MAX`) or one with NUL in it.
+    public static func path(_ path: String) throws(NetlinkError) -> NetworkNamespace {
+        guard !path.isEmpty, path.utf8.count < Int(PATH_MAX), !path.utf8.contains(0) else {
+            throw NetlinkError(code: NetlinkError.invalidNamespaceName.code,
+                               context: "namespace path \(quoted(path))")
+        }
+        return NetworkNamespace(path: path, name: nil)
+    }
+
+    /// Parses the command-line form: a value with `/` in it is a path, anything else a name.
+    public static func parse(_ text: String) throws(NetlinkError) -> NetworkNamespace {
+        text.contains("/") ? try path(text) : try named(text)
+    }
+
+    /// True for ``current``.
+    public var isCurrent: Bool { path == nil }
+
+    public var description: String { name ?? path ?? "current" }
+
+    /// Opens the namespace file and checks that it is a network namespace.
+    /// The caller owns the returned descriptor.
+    func openDescriptor() throws(NetlinkError) -> Int32 {
+        let file = path ?? "/proc/thread-self/ns/net"
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            let code = errno
+            let base: NetlinkError = code == ENOENT || code == ENOTDIR ? .namespaceNotFound
+                : code == EACCES || code == EPERM ? .namespacePermissionDenied : .failure
+            throw NetlinkError(code: base.code, systemErrno: code, context: "open \(file)")
+        }
+        var fs = statfs()
+        if fstatfs(fd, &fs) != 0 || UInt(bitPattern: Int(fs.f_type)) != cnetlink_nsfs_magic() {
+            close(fd)
+            throw NetlinkError(code: NetlinkError.notANetworkNamespace.code, context: file)
+        }
+        return fd
+    }
+
+    /// The identity of the namespace: the device and inode of its nsfs file. Two values that
+    /// name the same namespace (a name and `/proc/PID/ns/net`, say) have the same identity.
+    public func identity() throws(NetlinkError) -> Identity {
+        let fd = try openDescriptor()
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "fstat \(self)")
+        }
+        return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// The identity of a network namespace (nsfs device and inode).
+    public struct Identity: Sendable, Hashable {
+        /// The device of the nsfs file.
+        public var device: UInt64
+        /// The inode number, which `ip netns identify` and `lsns` show.
+        public var inode: UInt64
+    }
+
+    /// Runs `body` with the calling thread's network namespace switched to this one, on a
+    /// dedicated thread that returns to its own namespace afterwards; inline for ``current``.
+    /// Sockets that `body` opens belong to this namespace for their whole life.
+    func perform<T>(_ body: @escaping @Sendable () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
+        if isCurrent { return try body() }
+        let target = try openDescriptor()
+        defer { close(target) }
+        let outcome = UnsafeTransfer<Result<T, NetlinkError>?>(nil)
+        let description = self.description
+        runOnDedicatedThread(name: "netns \(description)") {
+            outcome.value = Result { () throws(NetlinkError) -> T in
+                try Self.enter(target, description: description)
+                return try body()
+            }
+        }
+        return try outcome.value!.get()
+    }
+
+    /// Joins the calling thread to the namespace behind `fd`.
+    static func enter(_ fd: Int32, description: String) throws(NetlinkError) {
+        var saved: Int32 = 0
+        if cnetlink_setns_net(fd, &saved) != 0 {
+            let base: NetlinkError = saved == EPERM ? .namespacePermissionDenied
+                : saved == EINVAL ? .notANetworkNamespace : .failure
+            throw NetlinkError(code: base.code, systemErrno: saved, context: "setns \(description)")
+        }
+    }
+}
+
+func quoted(_ text: String) -> String {
+    let shown = text.utf8.count > 80 ? String(text.prefix(80)) + "…" : text
+    return "\"" + shown.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined() + "\""
+}
+
+/// A value handed from one thread to another while the first waits for the second.
+///
+/// `@unchecked Sendable` because the handing over is ordered by a join: the creating thread does
+/// not touch `value` until the thread that writes it has finished (`runOnDedicatedThread` waits
+/// on a semaphore that the writer signals after its last access).
+final class UnsafeTransfer<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Runs `body` on a new thread and waits until it has returned.
+func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Void) {
+    let done = UnsafeTransfer<sem_t>(sem_t())
+    sem_init(&done.value, 0, 0)
+    defer { sem_destroy(&done.value) }
+    startThread(name: name) {
+        body()
+        sem_post(&done.value)
+    }
+    while sem_wait(&done.value) != 0 && errno == EINTR {}
+}
+
+/// Starts a detached POSIX thread running `body`.
+func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
+    final class Box { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
+    let context = Unmanaged.passRetained(Box {
+        cnetlink_set_thread_name(String(name.utf8.prefix(15)) ?? "netlink")
+        body()
+    }).toOpaque()
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, &attributes, { raw in
+        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+        box.body()
+        return nil
+    }, context)
+    pthread_attr_destroy(&attributes)
+    precondition(rc == 0, "pthread_create failed: \(rc)")
+}

@@ -1,0 +1,55 @@
+/// What a namespace looks like at one moment: its links, their addresses and its default routes.
+///
+/// This is the always-on state that a ``NetlinkSubscription`` keeps. It deliberately leaves out
+/// the rest of the routing table, which on a router holds a million routes; ask
+/// ``NetlinkConnection/routes(_:)`` for those, or ``NetlinkConnection/lookupRoute(to:from:outputLinkIndex:mark:)``
+/// for the kernel's answer for one destination.
+public struct NetworkState: Sendable, Hashable {
+    /// The links, by interface index.
+    public var links: [Int32: Link]
+    /// The interface addresses, by their identity.
+    public var addresses: [InterfaceAddress.Key: InterfaceAddress]
+    /// The default routes (zero-length destination) of every table and family, by their identity.
+    public var defaultRoutes: [Route.Key: Route]
+
+    /// Creates a state from its parts.
+    public init(links: [Int32: Link] = [:], addresses: [InterfaceAddress.Key: InterfaceAddress] = [:],
+                defaultRoutes: [Route.Key: Route] = [:]) {
+        self.links = links
+        self.addresses = addresses
+        self.defaultRoutes = defaultRoutes
+    }
+
+    /// Creates a state from lists.
+    public init(links: [Link], addresses: [InterfaceAddress], defaultRoutes: [Route]) {
+        self.init(
+            links: Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last }),
+            addresses: Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }),
+            defaultRoutes: Dictionary(defaultRoutes.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }))
+    }
+
+    /// The links, sorted by index.
+    public var sortedLinks: [Link] { links.values.sorted { $0.index < $1.index } }
+
+    /// The link with this name, if any.
+    public func link(named name: String) -> Link? { links.values.first { $0.name == name } }
+
+    /// The addresses of one link, IPv4 first, then IPv6, each sorted by address.
+    public func addresses(ofLink index: Int32) -> [InterfaceAddress] {
+        addresses.values.filter { $0.linkIndex == index }.sorted(by: InterfaceAddress.displayOrder)
+    }
+
+    /// The default routes, sorted by family, then metric, then table.
+    public var sortedDefaultRoutes: [Route] {
+        defaultRoutes.values.sorted {
+            ($0.family.rawValue, $0.metric, $0.table.rawValue) < ($1.family.rawValue, $1.metric, $1.table.rawValue)
+        }
+    }
+}
+
+extension InterfaceAddress {
+    /// IPv4 before IPv6, then by address, then by prefix length.
+    static func displayOrder(_ a: InterfaceAddress, _ b: InterfaceAddress) -> Bool {
+        (a.address, a.prefixLength) < (b.address, b.prefixLength)
+    }
+}

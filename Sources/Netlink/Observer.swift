@@ -1,0 +1,141 @@
+import Dispatch
+import Glibc
+
+/// Something a ``NetlinkSubscription`` hands its events to.
+protocol EventSink: AnyObject, Sendable {
+    /// Takes a batch of events; called in order, under the subscription's lock, never blocking.
+    func enqueue(_ events: [NetlinkEvent])
+    /// Takes the error that ended the subscription; nothing is enqueued after it.
+    func terminate(_ error: NetlinkError)
+}
+
+/// An observer that calls a closure on a serial queue.
+///
+/// Events are batched: the subscription appends to `pending` and schedules one drain per batch,
+/// so a storm costs one dispatch per netlink read, not one per event. `cancel()` returns only when
+/// no callback is running (except when called from inside the callback itself), and no callback
+/// starts after it.
+final class CallbackObserver: EventSink, @unchecked Sendable {
+    // @unchecked Sendable: `pending`, `scheduled`, `cancelled` and `runningThread` are only read
+    // or written while `lock` is held; `queue`, `handler` and `onTermination` are immutable.
+    private let lock = ConditionLock()
+    private var pending: [Item] = []
+    private var scheduled = false
+    private var cancelled = false
+    private var runningThread: pthread_t?
+    private let queue: DispatchQueue
+    private let handler: @Sendable (NetlinkEvent) -> Void
+    private let onTermination: (@Sendable (NetlinkError) -> Void)?
+
+    private enum Item {
+        case event(NetlinkEvent)
+        case terminated(NetlinkError)
+    }
+
+    init(queue: DispatchQueue, handler: @escaping @Sendable (NetlinkEvent) -> Void,
+         onTermination: (@Sendable (NetlinkError) -> Void)?) {
+        self.queue = queue
+        self.handler = handler
+        self.onTermination = onTermination
+    }
+
+    func enqueue(_ events: [NetlinkEvent]) { append(events.map(Item.event)) }
+
+    func terminate(_ error: NetlinkError) { append([.terminated(error)]) }
+
+    private func append(_ items: [Item]) {
+        let schedule: Bool = lock.withLock {
+            guard !cancelled else { return false }
+            pending.append(contentsOf: items)
+            defer { scheduled = true }
+            return !scheduled
+        }
+        if schedule { queue.async { self.drain() } }
+    }
+
+    private func drain() {
+        while true {
+            let batch: [Item] = lock.withLock {
+                let taken = pending
+                pending.removeAll(keepingCapacity: true)
+                if taken.isEmpty { scheduled = false }
+                return taken
+            }
+            if batch.isEmpty { return }
+            for item in batch {
+                let go: Bool = lock.withLock {
+                    guard !cancelled else { return false }
+                    runningThread = pthread_self()
+                    return true
+                }
+                guard go else { return }
+                switch item {
+                case .event(let event): handler(event)
+                case .terminated(let error): onTermination?(error)
+                }
+                lock.withLock {
+                    runningThread = nil
+                    lock.broadcast()
+                }
+            }
+        }
+    }
+
+    /// Stops delivery. Waits for a callback running on another thread to return.
+    func cancel() {
+        lock.withLock {
+            cancelled = true
+            pending.removeAll()
+            while let thread = runningThread, pthread_equal(thread, pthread_self()) == 0 {
+                lock.wait()
+            }
+        }
+    }
+}
+
+/// An observer that feeds an `AsyncThrowingStream`.
+final class StreamObserver: EventSink, Sendable {
+    let continuation: AsyncThrowingStream<NetlinkEvent, any Error>.Continuation
+
+    init(continuation: AsyncThrowingStream<NetlinkEvent, any Error>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func enqueue(_ events: [NetlinkEvent]) {
+        for event in events { continuation.yield(event) }
+    }
+
+    func terminate(_ error: NetlinkError) { continuation.finish(throwing: error) }
+}
+
+/// A mutex with a condition variable, for the few places that must wait for another thread.
+final class ConditionLock: @unchecked Sendable {
+    // @unchecked Sendable: the pthread objects are designed for use from many threads; they are
+    // allocated once, never moved, and destroyed in deinit when no thread can hold a reference.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        condition.deallocate()
+    }
+
+    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits on the condition; call with the lock held.
+    func wait() { pthread_cond_wait(condition, mutex) }
+
+    /// Wakes every waiter; call with the lock held.
+    func broadcast() { pthread_cond_broadcast(condition) }
+}

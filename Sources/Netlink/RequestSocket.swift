@@ -1,0 +1,187 @@
+import CNetlink
+import Glibc
+
+/// One libnl socket for requests (dumps and lookups) in one namespace.
+///
+/// Not thread-safe: its owner serialises every use (``NetlinkConnection`` with a mutex, the
+/// subscription engine by owning it on its thread).
+final class RequestSocket {
+    let handle: OpaquePointer
+    /// Whether the kernel knows strict dump checking (Linux 4.20+), which lets it filter dumps.
+    let strictChecking: Bool
+
+    /// Opens and connects a NETLINK_ROUTE socket in the calling thread's namespace.
+    init() throws(NetlinkError) {
+        guard let socket = nl_socket_alloc() else { throw .noMemory }
+        let rc = nl_connect(socket, NETLINK_ROUTE)
+        if rc < 0 {
+            nl_socket_free(socket)
+            throw NetlinkError(libnlCode: rc, context: "connect netlink socket")
+        }
+        handle = socket
+        strictChecking = cnetlink_setsockopt_int(nl_socket_get_fd(socket), cnetlink_sol_netlink(),
+                                                 cnetlink_netlink_get_strict_chk(), 0) == 0
+    }
+
+    /// Turns strict checking on for the duration of `body`. It stays off otherwise, because
+    /// libnl's own cache requests (an address dump with a bare `rtgenmsg` header) fail under it.
+    private func withStrictChecking<T>(_ body: () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
+        guard strictChecking else { return try body() }
+        let fd = nl_socket_get_fd(handle)
+        _ = cnetlink_setsockopt_int(fd, cnetlink_sol_netlink(), cnetlink_netlink_get_strict_chk(), 1)
+        defer { _ = cnetlink_setsockopt_int(fd, cnetlink_sol_netlink(), cnetlink_netlink_get_strict_chk(), 0) }
+        return try body()
+    }
+
+    deinit { nl_socket_free(handle) }
+
+    /// The links of the namespace, through a libnl link cache.
+    func links() throws(NetlinkError) -> [Link] {
+        var cache: OpaquePointer?
+        try nlCheck(rtnl_link_alloc_cache(handle, AF_UNSPEC, &cache), "dump links")
+        defer { nl_cache_free(cache) }
+        var links: [Link] = []
+        forEachObject(in: cache!) { if let link = Link(libnl: $0) { links.append(link) } }
+        return links.sorted { $0.index < $1.index }
+    }
+
+    /// The interface addresses of the namespace, through a libnl address cache.
+    func addresses() throws(NetlinkError) -> [InterfaceAddress] {
+        var cache: OpaquePointer?
+        try nlCheck(rtnl_addr_alloc_cache(handle, &cache), "dump addresses")
+        defer { nl_cache_free(cache) }
+        var addresses: [InterfaceAddress] = []
+        forEachObject(in: cache!) { if let address = InterfaceAddress(libnl: $0) { addresses.append(address) } }
+        return addresses
+    }
+
+    /// Streams the routes that match `filter`, one family at a time, parsing each message with
+    /// libnl's route parser and keeping nothing. A dump interrupted by a change
+    /// (`NLM_F_DUMP_INTR`) is started again, after `restart` tells the caller to drop what it
+    /// has seen.
+    func forEachRoute(_ filter: RouteFilter, restart: () -> Void = {}, _ body: (Route) -> Void) throws(NetlinkError) {
+        for family in filter.family.map({ [$0] }) ?? AddressFamily.allCases {
+            var attempts = 0
+            while true {
+                do {
+                    try withStrictChecking { () throws(NetlinkError) in try dumpRoutes(family: family, filter: filter, body) }
+                    break
+                } catch NetlinkError.dumpInterrupted where attempts < 50 {
+                    attempts += 1
+                    restart()
+                }
+            }
+        }
+    }
+
+    private func dumpRoutes(family: AddressFamily, filter: RouteFilter, _ body: (Route) -> Void) throws(NetlinkError) {
+        guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), NLM_F_DUMP) else { throw .noMemory }
+        defer { nlmsg_free(message) }
+        var header = rtmsg()
+        header.rtm_family = family.rawValue
+        if strictChecking {
+            if let table = filter.table { header.rtm_table = table.rawValue < 256 ? UInt8(table.rawValue) : 0 }
+            if let type = filter.type { header.rtm_type = type.rawValue }
+            if let proto = filter.routeProtocol { header.rtm_protocol = proto.rawValue }
+        }
+        try nlCheck(nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)), "build route dump")
+        if strictChecking {
+            if let table = filter.table, table.rawValue >= 256 {
+                try nlCheck(nla_put_u32(message, Int32(RTA_TABLE.rawValue), table.rawValue), "build route dump")
+            }
+            if let index = filter.outputLinkIndex {
+                try nlCheck(nla_put_u32(message, Int32(RTA_OIF.rawValue), UInt32(bitPattern: index)), "build route dump")
+            }
+        }
+        try nlCheck(nl_send_auto(handle, message), "send route dump")
+        try withoutActuallyEscaping(body) { (escapable) throws(NetlinkError) in
+            try RouteReceiver(filter: filter, body: escapable).receive(on: handle, context: "route dump")
+        }
+    }
+
+    /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE, as
+    /// `ip route get`; policy rules apply).
+    func lookupRoute(to destination: IPAddress, from source: IPAddress?, outputLinkIndex: Int32?,
+                     mark: UInt32?) throws(NetlinkError) -> RouteLookupResult {
+        if let source, source.family != destination.family {
+            throw NetlinkError(code: NetlinkError.invalidAddress.code, context: "source \(source) and destination \(destination) differ in family")
+        }
+        guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else { throw .noMemory }
+        defer { nlmsg_free(message) }
+        var header = rtmsg()
+        header.rtm_family = destination.family.rawValue
+        header.rtm_dst_len = destination.family.bitWidth
+        header.rtm_src_len = source == nil ? 0 : destination.family.bitWidth
+        header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)
+        try nlCheck(nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)), "build route lookup")
+        var destinationBytes = destination.octets
+        try nlCheck(nla_put(message, Int32(RTA_DST.rawValue), Int32(destinationBytes.count), &destinationBytes), "build route lookup")
+        if var sourceBytes = source?.octets {
+            try nlCheck(nla_put(message, Int32(RTA_SRC.rawValue), Int32(sourceBytes.count), &sourceBytes), "build route lookup")
+        }
+        if let outputLinkIndex {
+            try nlCheck(nla_put_u32(message, Int32(RTA_OIF.rawValue), UInt32(bitPattern: outputLinkIndex)), "build route lookup")
+        }
+        if let mark {
+            try nlCheck(nla_put_u32(message, Int32(RTA_MARK.rawValue), mark), "build route lookup")
+        }
+        try nlCheck(nl_send_auto(handle, message), "send route lookup")
+        var found: Route?
+        let receiver = RouteReceiver(filter: nil) { found = $0 }
+        do {
+            try receiver.receive(on: handle, context: "route lookup \(destination)")
+        } catch {
+            switch error.systemErrno {
+            case EHOSTUNREACH: return .unreachable
+            case EACCES: return .prohibited
+            case EINVAL: return .blackhole
+            case ENETUNREACH: return .noRoute
+            default: throw error
+            }
+        }
+        guard let found else { throw NetlinkError(code: NetlinkError.failure.code, context: "route lookup \(destination): no answer") }
+        return .route(found)
+    }
+}
+
+/// Receives the answer to one request on a libnl socket, turning route messages into values and
+/// keeping the kernel's own `errno` of an error reply.
+private final class RouteReceiver {
+    let filter: RouteFilter?
+    let body: (Route) -> Void
+    var kernelErrno: Int32 = 0
+    var interrupted = false
+
+    init(filter: RouteFilter?, body: @escaping (Route) -> Void) {
+        self.filter = filter
+        self.body = body
+    }
+
+    func receive(on socket: OpaquePointer, context: String) throws(NetlinkError) {
+        guard let callbacks = nl_cb_alloc(NL_CB_DEFAULT) else { throw .noMemory }
+        defer { nl_cb_put(callbacks) }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        nl_cb_set(callbacks, NL_CB_VALID, NL_CB_CUSTOM, { message, argument in
+            let receiver = Unmanaged<RouteReceiver>.fromOpaque(argument!).takeUnretainedValue()
+            let header = nlmsg_hdr(message)!
+            let type = Int32(header.pointee.nlmsg_type)
+            guard type == RTM_NEWROUTE, let route = Route(message: header) else { return Int32(NL_SKIP.rawValue) }
+            if receiver.filter?.matches(route) ?? true { receiver.body(route) }
+            return Int32(NL_OK.rawValue)
+        }, me)
+        nl_cb_set(callbacks, NL_CB_DUMP_INTR, NL_CB_CUSTOM, { _, argument in
+            Unmanaged<RouteReceiver>.fromOpaque(argument!).takeUnretainedValue().interrupted = true
+            return Int32(NL_OK.rawValue)
+        }, me)
+        nl_cb_err(callbacks, NL_CB_CUSTOM, { _, error, argument in
+            Unmanaged<RouteReceiver>.fromOpaque(argument!).takeUnretainedValue().kernelErrno = -error!.pointee.error
+            return Int32(NL_STOP.rawValue)
+        }, me)
+        let rc = withExtendedLifetime(self) { nl_recvmsgs(socket, callbacks) }
+        if kernelErrno != 0 {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: kernelErrno, context: context)
+        }
+        if rc < 0 { throw NetlinkError(libnlCode: rc, context: context) }
+        if interrupted { throw NetlinkError(code: NetlinkError.dumpInterrupted.code, context: context) }
+    }
+}

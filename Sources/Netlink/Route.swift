@@ -1,0 +1,246 @@
+/// A route of the kernel's routing tables (rtnetlink `RTM_NEWROUTE`), as an immutable value.
+public struct Route: Sendable, Hashable, CustomStringConvertible {
+    /// The address family.
+    public var family: AddressFamily
+    /// The routing table the route lives in.
+    public var table: RouteTable
+    /// The destination prefix; a zero-length prefix is a default route.
+    public var destination: IPNetwork
+    /// The source prefix (IPv6 source-specific routes); nil when the route has none.
+    public var sourcePrefix: IPNetwork?
+    /// The route type.
+    public var type: RouteType
+    /// Who installed the route.
+    public var routeProtocol: RouteProtocol
+    /// The scope of the route.
+    public var scope: Scope
+    /// The metric (`RTA_PRIORITY`); lower wins.
+    public var metric: UInt32
+    /// The type of service (IPv4) or traffic class the route matches.
+    public var tos: UInt8
+    /// The preferred source address (`RTA_PREFSRC`).
+    public var preferredSource: IPAddress?
+    /// The route's flags, together with the flags of its next hop when it has only one.
+    public var flags: RouteFlags
+    /// The next hops. One for an ordinary route, several for a multipath route, none for
+    /// blackhole, unreachable and prohibit routes.
+    public var nexthops: [Nexthop]
+
+    /// Creates a route value. The library fills these from the kernel.
+    public init(family: AddressFamily, table: RouteTable = .main, destination: IPNetwork,
+                sourcePrefix: IPNetwork? = nil, type: RouteType = .unicast,
+                routeProtocol: RouteProtocol = .boot, scope: Scope = .universe, metric: UInt32 = 0,
+                tos: UInt8 = 0, preferredSource: IPAddress? = nil, flags: RouteFlags = [],
+                nexthops: [Nexthop] = []) {
+        self.family = family
+        self.table = table
+        self.destination = destination
+        self.sourcePrefix = sourcePrefix
+        self.type = type
+        self.routeProtocol = routeProtocol
+        self.scope = scope
+        self.metric = metric
+        self.tos = tos
+        self.preferredSource = preferredSource
+        self.flags = flags
+        self.nexthops = nexthops
+    }
+
+    /// The gateway of the first next hop; nil for an on-link route.
+    public var gateway: IPAddress? { nexthops.first?.gateway }
+    /// The output link of the first next hop.
+    public var outputLinkIndex: Int32? { nexthops.first?.linkIndex }
+    /// True for a zero-length destination.
+    public var isDefault: Bool { destination.isDefault }
+    /// True when any next hop goes out through `linkIndex`.
+    public func uses(linkIndex: Int32) -> Bool { nexthops.contains { $0.linkIndex == linkIndex } }
+
+    /// What identifies a route in the kernel: two routes with the same key replace each other.
+    public var key: Key {
+        Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
+            tos: tos, metric: metric)
+    }
+
+    /// The identity of a route (family, table, destination, source prefix, TOS, metric).
+    public struct Key: Sendable, Hashable {
+        /// The address family.
+        public var family: AddressFamily
+        /// The table.
+        public var table: RouteTable
+        /// The destination prefix.
+        public var destination: IPNetwork
+        /// The source prefix.
+        public var sourcePrefix: IPNetwork?
+        /// The type of service.
+        public var tos: UInt8
+        /// The metric.
+        public var metric: UInt32
+    }
+
+    public var description: String {
+        var text = type == .unicast ? "" : "\(type) "
+        text += destination.isDefault ? "default" : destination.description
+        if let gateway { text += " via \(gateway)" }
+        if let index = outputLinkIndex { text += " dev #\(index)" }
+        text += " table \(table) proto \(routeProtocol) scope \(scope)"
+        if metric != 0 { text += " metric \(metric)" }
+        if let preferredSource { text += " src \(preferredSource)" }
+        if !flags.isEmpty { text += " \(flags)" }
+        return text
+    }
+}
+
+/// One next hop of a route.
+public struct Nexthop: Sendable, Hashable {
+    /// The gateway; nil for an on-link next hop.
+    public var gateway: IPAddress?
+    /// The output link.
+    public var linkIndex: Int32?
+    /// The weight in a multipath route (1 for ordinary routes).
+    public var weight: UInt8
+    /// The next hop's own flags (`RTNH_F_*`).
+    public var flags: RouteFlags
+
+    /// Creates a next hop.
+    public init(gateway: IPAddress? = nil, linkIndex: Int32?, weight: UInt8 = 1, flags: RouteFlags = []) {
+        self.gateway = gateway
+        self.linkIndex = linkIndex
+        self.weight = weight
+        self.flags = flags
+    }
+}
+
+/// A routing table id.
+public struct RouteTable: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// Unspecified. The corresponding C constant is `RT_TABLE_UNSPEC`.
+    public static let unspecified = RouteTable(rawValue: 0)
+    /// The default table. The corresponding C constant is `RT_TABLE_DEFAULT`.
+    public static let `default` = RouteTable(rawValue: 253)
+    /// The main table, where `ip route` works. The corresponding C constant is `RT_TABLE_MAIN`.
+    public static let main = RouteTable(rawValue: 254)
+    /// The local table (local and broadcast routes). The corresponding C constant is `RT_TABLE_LOCAL`.
+    public static let local = RouteTable(rawValue: 255)
+
+    /// `main`, `local`, `default`, or the number.
+    public var description: String {
+        switch rawValue {
+        case 253: return "default"
+        case 254: return "main"
+        case 255: return "local"
+        default: return String(rawValue)
+        }
+    }
+}
+
+/// The type of a route (`RTN_*`).
+public struct RouteType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Unknown. The corresponding C constant is `RTN_UNSPEC`.
+    public static let unspecified = RouteType(rawValue: 0)
+    /// A gateway or direct route. The corresponding C constant is `RTN_UNICAST`.
+    public static let unicast = RouteType(rawValue: 1)
+    /// Accept locally: the destination is this host. The corresponding C constant is `RTN_LOCAL`.
+    public static let local = RouteType(rawValue: 2)
+    /// Accept locally as broadcast, send as broadcast. The corresponding C constant is `RTN_BROADCAST`.
+    public static let broadcast = RouteType(rawValue: 3)
+    /// Accept locally as broadcast, send as unicast. The corresponding C constant is `RTN_ANYCAST`.
+    public static let anycast = RouteType(rawValue: 4)
+    /// A multicast route. The corresponding C constant is `RTN_MULTICAST`.
+    public static let multicast = RouteType(rawValue: 5)
+    /// Drop silently. The corresponding C constant is `RTN_BLACKHOLE`.
+    public static let blackhole = RouteType(rawValue: 6)
+    /// The destination is unreachable. The corresponding C constant is `RTN_UNREACHABLE`.
+    public static let unreachable = RouteType(rawValue: 7)
+    /// Administratively prohibited. The corresponding C constant is `RTN_PROHIBIT`.
+    public static let prohibit = RouteType(rawValue: 8)
+    /// Go on with the next routing rule. The corresponding C constant is `RTN_THROW`.
+    public static let `throw` = RouteType(rawValue: 9)
+    /// Translate the address. The corresponding C constant is `RTN_NAT`.
+    public static let nat = RouteType(rawValue: 10)
+    /// Use an external resolver. The corresponding C constant is `RTN_XRESOLVE`.
+    public static let externalResolve = RouteType(rawValue: 11)
+
+    static let names = ["unspecified", "unicast", "local", "broadcast", "anycast", "multicast",
+                        "blackhole", "unreachable", "prohibit", "throw", "nat", "xresolve"]
+
+    /// The name as `ip route` prints it (`unicast`, `local`, `blackhole`, ...), or the number.
+    public var description: String {
+        Int(rawValue) < Self.names.count ? Self.names[Int(rawValue)] : String(rawValue)
+    }
+}
+
+/// Who installed a route (`RTPROT_*`).
+public struct RouteProtocol: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Unknown. The corresponding C constant is `RTPROT_UNSPEC`.
+    public static let unspecified = RouteProtocol(rawValue: 0)
+    /// An ICMP redirect. The corresponding C constant is `RTPROT_REDIRECT`.
+    public static let redirect = RouteProtocol(rawValue: 1)
+    /// The kernel (prefix routes of addresses). The corresponding C constant is `RTPROT_KERNEL`.
+    public static let kernel = RouteProtocol(rawValue: 2)
+    /// Boot time or `ip route` without `proto`. The corresponding C constant is `RTPROT_BOOT`.
+    public static let boot = RouteProtocol(rawValue: 3)
+    /// Static, set by an administrator. The corresponding C constant is `RTPROT_STATIC`.
+    public static let `static` = RouteProtocol(rawValue: 4)
+    /// IPv6 router advertisement. The corresponding C constant is `RTPROT_RA`.
+    public static let routerAdvertisement = RouteProtocol(rawValue: 9)
+    /// DHCP. The corresponding C constant is `RTPROT_DHCP`.
+    public static let dhcp = RouteProtocol(rawValue: 16)
+
+    static let names: [UInt8: String] = [
+        0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static", 8: "gated", 9: "ra",
+        10: "mrt", 11: "zebra", 12: "bird", 13: "dnrouted", 14: "xorp", 15: "ntk", 16: "dhcp",
+        17: "mrouted", 18: "keepalived", 42: "babel", 99: "openr", 186: "bgp", 187: "isis",
+        188: "ospf", 189: "rip", 192: "eigrp",
+    ]
+
+    /// The name as `ip route` prints it (`kernel`, `boot`, `static`, `dhcp`, ...), or the number.
+    public var description: String { Self.names[rawValue] ?? String(rawValue) }
+}
+
+/// Flags of a route or a next hop (`RTNH_F_*` in the low byte, `RTM_F_*` above).
+public struct RouteFlags: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// The next hop is dead. The corresponding C constant is `RTNH_F_DEAD`.
+    public static let dead = RouteFlags(rawValue: 1)
+    /// Pervasive. The corresponding C constant is `RTNH_F_PERVASIVE`.
+    public static let pervasive = RouteFlags(rawValue: 2)
+    /// The gateway is on-link even without a matching prefix. The corresponding C constant is
+    /// `RTNH_F_ONLINK`.
+    public static let onlink = RouteFlags(rawValue: 4)
+    /// Offloaded to hardware. The corresponding C constant is `RTNH_F_OFFLOAD`.
+    public static let offload = RouteFlags(rawValue: 8)
+    /// The output link has no carrier. The corresponding C constant is `RTNH_F_LINKDOWN`.
+    public static let linkDown = RouteFlags(rawValue: 16)
+    /// The gateway's neighbour entry is unresolved. The corresponding C constant is
+    /// `RTNH_F_UNRESOLVED`.
+    public static let unresolved = RouteFlags(rawValue: 32)
+    /// Trapped by hardware. The corresponding C constant is `RTNH_F_TRAP`.
+    public static let trap = RouteFlags(rawValue: 64)
+    /// Notify the user of changes. The corresponding C constant is `RTM_F_NOTIFY`.
+    public static let notify = RouteFlags(rawValue: 0x100)
+    /// A cloned (cached) route. The corresponding C constant is `RTM_F_CLONED`.
+    public static let cloned = RouteFlags(rawValue: 0x200)
+    /// A prefix route of an address (`RTM_F_PREFIX`).
+    public static let prefix = RouteFlags(rawValue: 0x800)
+
+    static let names: [(RouteFlags, String)] = [
+        (.dead, "dead"), (.pervasive, "pervasive"), (.onlink, "onlink"), (.offload, "offload"),
+        (.linkDown, "linkdown"), (.unresolved, "unresolved"), (.trap, "trap"), (.notify, "notify"),
+        (.cloned, "cloned"), (.prefix, "prefix"),
+    ]
+
+    /// The names of the flags that are set, as `ip route` prints them (`linkdown`, `onlink`).
+    public var names: [String] { describeOptions(self, Self.names) }
+    /// The set flags as `[.linkdown]`.
+    public var description: String { "[" + names.map { "." + $0 }.joined(separator: ", ") + "]" }
+}

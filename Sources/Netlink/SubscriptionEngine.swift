@@ -1,0 +1,492 @@
+import CNetlink
+import Glibc
+import Synchronization
+
+/// The event loop behind a ``NetlinkSubscription``: one thread that owns every libnl object of
+/// the subscription.
+///
+/// One notification socket carries link, address and route messages in the kernel's order.
+/// libnl's cache manager (`nl_cache_mngr`) keeps the link and address caches on it and reports
+/// their changes; route messages are taken off the same socket before the manager sees them
+/// (`NL_CB_MSG_IN`), parsed with libnl's route parser, reported, and kept only when they are
+/// default routes. The thread sleeps in `epoll_wait` with no timeout: nothing runs while nothing
+/// changes.
+final class SubscriptionEngine: @unchecked Sendable {
+    // @unchecked Sendable: the properties under "loop thread only" are created, read and freed by
+    // the loop thread alone (between `start` and the end of `run`), and libnl's callbacks run on
+    // it too. Other threads touch only `wakeDescriptor` (an eventfd, safe to write from any
+    // thread; closed in deinit, when no thread can reach the engine), the atomics, and
+    // `completion`, which has its own lock.
+    let namespace: NetworkNamespace
+    let options: SubscriptionOptions
+    let publisher: Publisher
+    private let wakeDescriptor: Int32
+    private let stopRequested = Atomic<Bool>(false)
+    private let loopThread = Atomic<UInt>(0)
+    private let completion = ConditionLock()
+    private var finished = false  // guarded by `completion`
+
+    // Loop thread only.
+    private var manager: OpaquePointer?
+    private var eventSocket: OpaquePointer?
+    private var linkCache: OpaquePointer?
+    private var addressCache: OpaquePointer?
+    private var requests: RequestSocket?
+    private var epollDescriptor: Int32 = -1
+    private var inotifyDescriptor: Int32 = -1
+    private var namespaceIdentity: NetworkNamespace.Identity?
+    private var state = NetworkState()
+    private var batch: [NetlinkEvent] = []
+    private var linksToReconcile: Set<Int32> = []
+
+    private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher) throws(NetlinkError) {
+        self.namespace = namespace
+        self.options = options
+        self.publisher = publisher
+        wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        if wakeDescriptor < 0 {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "eventfd")
+        }
+    }
+
+    deinit { close(wakeDescriptor) }
+
+    /// Starts the loop thread and returns once the initial state is read and published.
+    static func start(namespace: NetworkNamespace, options: SubscriptionOptions,
+                      publisher: Publisher) throws(NetlinkError) -> SubscriptionEngine {
+        let engine = try SubscriptionEngine(namespace: namespace, options: options, publisher: publisher)
+        let target = namespace.isCurrent ? -1 : try namespace.openDescriptor()
+        let setup = UnsafeTransfer<Result<Void, NetlinkError>?>(nil)
+        let ready = ConditionLock()
+        startThread(name: "netlink \(namespace)") {
+            engine.run(target: target) { result in
+                ready.withLock {
+                    setup.value = result
+                    ready.broadcast()
+                }
+            }
+        }
+        ready.withLock { while setup.value == nil { ready.wait() } }
+        try setup.value!.get()
+        return engine
+    }
+
+    /// Asks the loop to end and waits until it has freed everything, unless called on the loop
+    /// thread itself (then the loop ends when the current callback returns).
+    func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, 8)
+        guard loopThread.load(ordering: .acquiring) != UInt(pthread_self()) else { return }
+        completion.withLock { while !finished { completion.wait() } }
+    }
+
+    // MARK: The loop thread
+
+    private func run(target: Int32, ready: (Result<Void, NetlinkError>) -> Void) {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
+        defer {
+            teardown()
+            completion.withLock {
+                finished = true
+                completion.broadcast()
+            }
+        }
+        do {
+            try setUp(target: target)
+        } catch {
+            ready(.failure(error))
+            return
+        }
+        publisher.start(with: state)
+        ready(.success(()))
+        loop()
+    }
+
+    private func setUp(target: Int32) throws(NetlinkError) {
+        if target >= 0 {
+            defer { close(target) }
+            let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+            guard home >= 0 else {
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open own namespace")
+            }
+            defer { close(home) }
+            var info = stat()
+            if fstat(target, &info) == 0 {
+                namespaceIdentity = .init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            }
+            try NetworkNamespace.enter(target, description: namespace.description)
+            do {
+                try openSockets()
+            } catch {
+                try? NetworkNamespace.enter(home, description: "home")
+                throw error
+            }
+            try NetworkNamespace.enter(home, description: "home")
+            try watchNamespaceFile()
+        } else {
+            try openSockets()
+        }
+        try readInitialState()
+        epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epollDescriptor >= 0 else {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_create1")
+        }
+        for fd in [wakeDescriptor, nl_cache_mngr_get_fd(manager), inotifyDescriptor] where fd >= 0 {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.fd = fd
+            if epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, fd, &event) != 0 {
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_ctl")
+            }
+        }
+    }
+
+    /// Opens the notification socket, the cache manager with its link and address caches, and
+    /// the request socket, all in the calling thread's current namespace.
+    private func openSockets() throws(NetlinkError) {
+        guard let socket = nl_socket_alloc() else { throw .noMemory }
+        eventSocket = socket
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // Route messages are taken off the socket here, before the cache manager sees them.
+        try nlCheck(nl_socket_modify_cb(socket, NL_CB_MSG_IN, NL_CB_CUSTOM, { message, argument in
+            let engine = Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue()
+            return engine.routeMessage(nlmsg_hdr(message)!)
+        }, me), "install route handler")
+        // Notifications are single datagrams: one read of up to 64 KiB each, no MSG_PEEK round trip.
+        try nlCheck(nl_socket_set_msg_buf_size(socket, 64 * 1024), "set message buffer")
+        var created: OpaquePointer?
+        try nlCheck(nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &created), "create cache manager")
+        manager = created
+        setReceiveBuffer(nl_cache_mngr_get_fd(created), size: options.receiveBufferSize)
+        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_ROUTE.rawValue)), "join IPv4 route group")
+        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_ROUTE.rawValue)), "join IPv6 route group")
+        requests = try RequestSocket()
+        // The manager joins each cache's groups before it dumps the cache, so nothing that
+        // changes during the dump is missed: it waits in the socket and is applied afterwards.
+        try nlCheck(nl_cache_mngr_add(created, "route/link", { _, object, action, argument in
+            Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue().linkChanged(object!, action: action)
+        }, me, &linkCache), "add link cache")
+        try nlCheck(nl_cache_mngr_add(created, "route/addr", { _, object, action, argument in
+            Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue().addressChanged(object!, action: action)
+        }, me, &addressCache), "add address cache")
+    }
+
+    private func setReceiveBuffer(_ fd: Int32, size: Int) {
+        let value = Int32(clamping: size)
+        if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, value) != 0 {
+            _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, value)
+        }
+    }
+
+    /// Watches the directory of a namespace file, so that `ip netns del` ends the subscription.
+    private func watchNamespaceFile() throws(NetlinkError) {
+        guard let path = namespace.path, let slash = path.lastIndex(of: "/") else { return }
+        let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+        guard !directory.hasPrefix("/proc") else { return }
+        inotifyDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard inotifyDescriptor >= 0 else { return }
+        let mask = UInt32(IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)
+        if inotify_add_watch(inotifyDescriptor, directory, mask) < 0 {
+            close(inotifyDescriptor)
+            inotifyDescriptor = -1
+        }
+    }
+
+    private func readInitialState() throws(NetlinkError) {
+        state.links = linksFromCache()
+        state.addresses = addressesFromCache()
+        state.defaultRoutes = try dumpDefaultRoutes(filter: .defaultRoutes)
+        batch.removeAll()
+        linksToReconcile.removeAll()
+    }
+
+    private func loop() {
+        var events = [epoll_event](repeating: epoll_event(), count: 8)
+        let netlinkDescriptor = nl_cache_mngr_get_fd(manager)
+        while !stopRequested.load(ordering: .acquiring) {
+            let count = epoll_wait(epollDescriptor, &events, Int32(events.count), -1)
+            if count < 0 {
+                if errno == EINTR { continue }
+                publisher.terminate(NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_wait"))
+                return
+            }
+            for event in events.prefix(Int(count)) {
+                let fd = event.data.fd
+                if fd == wakeDescriptor {
+                    var value: UInt64 = 0
+                    _ = read(wakeDescriptor, &value, 8)
+                } else if fd == netlinkDescriptor {
+                    readNotifications()
+                } else if fd == inotifyDescriptor, namespaceWasDeleted() {
+                    publisher.terminate(NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)"))
+                    return
+                }
+            }
+            reconcileMarkedLinks()
+            flush()
+        }
+        publisher.terminate(.stopped)
+    }
+
+    private func readNotifications() {
+        var savedErrno: Int32 = 0
+        let rc = cnetlink_mngr_data_ready(manager, &savedErrno)
+        guard rc < 0 else { return }
+        if rc == -NLE_NOMEM && savedErrno == ENOBUFS {
+            resynchronize(reason: .overflow)
+        } else {
+            resynchronize(reason: .error(NetlinkError(code: abs(rc), systemErrno: savedErrno, context: "read notifications")))
+        }
+    }
+
+    /// Sends what the last read produced to the observers.
+    private func flush() {
+        guard !batch.isEmpty else { return }
+        publisher.publish(state: state, events: batch)
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    private func teardown() {
+        if manager != nil { nl_cache_mngr_free(manager) }  // frees the caches and its sync socket
+        if let eventSocket { nl_socket_free(eventSocket) }  // ours, not the manager's to free
+        manager = nil
+        eventSocket = nil
+        requests = nil
+        if epollDescriptor >= 0 { close(epollDescriptor) }
+        if inotifyDescriptor >= 0 { close(inotifyDescriptor) }
+        epollDescriptor = -1
+        inotifyDescriptor = -1
+    }
+
+    // MARK: Changes
+
+    private func linkChanged(_ object: OpaquePointer, action: Int32) {
+        guard let link = Link(libnl: object) else { return }
+        if action == NL_ACT_DEL {
+            removeLink(index: link.index, lastSeen: link)
+            return
+        }
+        guard let old = state.links[link.index] else {
+            state.links[link.index] = link
+            batch.append(.link(.new(link)))
+            return
+        }
+        guard old != link else { return }
+        state.links[link.index] = link
+        batch.append(.link(.changed(old: old, new: link)))
+        let reachability: InterfaceFlags = [.up, .running, .lowerUp]
+        if old.flags.intersection(reachability) != link.flags.intersection(reachability) || old.operState != link.operState {
+            linksToReconcile.insert(link.index)
+        }
+    }
+
+    /// Forgets a link that went away, with its addresses and the default routes through it
+    /// (the kernel flushes those without a notification).
+    private func removeLink(index: Int32, lastSeen: Link) {
+        let old = state.links.removeValue(forKey: index) ?? lastSeen
+        batch.append(.link(.removed(old)))
+        for (key, address) in state.addresses where address.linkIndex == index {
+            state.addresses[key] = nil
+            batch.append(.address(.removed(address)))
+        }
+        for (key, route) in state.defaultRoutes where route.uses(linkIndex: index) {
+            state.defaultRoutes[key] = nil
+            batch.append(.route(.removed(route)))
+        }
+        linksToReconcile.remove(index)
+    }
+
+    private func addressChanged(_ object: OpaquePointer, action: Int32) {
+        guard let address = InterfaceAddress(libnl: object) else { return }
+        let key = address.key
+        if action == NL_ACT_DEL {
+            if let old = state.addresses.removeValue(forKey: key) {
+                batch.append(.address(.removed(old)))
+                // Removing an IPv4 address flushes routes that used it, without a notification.
+                linksToReconcile.insert(address.linkIndex)
+            }
+            return
+        }
+        if let old = state.addresses[key] {
+            guard old != address else { return }
+            state.addresses[key] = address
+            batch.append(.address(.changed(old: old, new: address)))
+        } else {
+            state.addresses[key] = address
+            batch.append(.address(.new(address)))
+        }
+    }
+
+    /// Handles a message before libnl's cache manager: route messages are consumed here.
+    private func routeMessage(_ header: UnsafeMutablePointer<nlmsghdr>) -> Int32 {
+        let type = Int32(header.pointee.nlmsg_type)
+        guard type == RTM_NEWROUTE || type == RTM_DELROUTE else { return Int32(NL_OK.rawValue) }
+        guard let route = Route(message: header), !route.flags.contains(.cloned) else {
+            return Int32(NL_SKIP.rawValue)
+        }
+        if route.isDefault {
+            let key = route.key
+            if type == RTM_DELROUTE {
+                if let old = state.defaultRoutes.removeValue(forKey: key) { batch.append(.route(.removed(old))) }
+            } else if let old = state.defaultRoutes[key] {
+                if old != route {
+                    state.defaultRoutes[key] = route
+                    batch.append(.route(.changed(old: old, new: route)))
+                }
+            } else {
+                state.defaultRoutes[key] = route
+                batch.append(.route(.new(route)))
+            }
+        } else if type == RTM_DELROUTE {
+            batch.append(.route(.removed(route)))
+        } else if Int32(header.pointee.nlmsg_flags) & NLM_F_REPLACE != 0 {
+            batch.append(.route(.replaced(route)))
+        } else {
+            batch.append(.route(.new(route)))
+        }
+        return Int32(NL_SKIP.rawValue)
+    }
+
+    // MARK: Reconciliation with the kernel
+
+    /// Re-reads the default routes through links whose state changed: the kernel flushes routes
+    /// of a link that goes down, and marks them `linkdown` when the carrier goes, without telling
+    /// anyone (libnl #340, #418). A dump filtered by output link costs a few messages.
+    private func reconcileMarkedLinks() {
+        guard !linksToReconcile.isEmpty else { return }
+        let marked = linksToReconcile
+        linksToReconcile.removeAll()
+        for index in marked {
+            do {
+                let current = try dumpDefaultRoutes(filter: RouteFilter(outputLinkIndex: index, defaultOnly: true))
+                let previous = state.defaultRoutes.filter { $0.value.uses(linkIndex: index) }
+                apply(current, over: previous)
+            } catch {
+                resynchronize(reason: .error(error))
+                return
+            }
+        }
+    }
+
+    /// Makes `state.defaultRoutes` hold `current` where it held `previous`, reporting differences.
+    private func apply(_ current: [Route.Key: Route], over previous: [Route.Key: Route]) {
+        for (key, old) in previous where current[key] == nil {
+            state.defaultRoutes[key] = nil
+            batch.append(.route(.removed(old)))
+        }
+        for (key, route) in current {
+            if let old = state.defaultRoutes[key] {
+                if old != route {
+                    state.defaultRoutes[key] = route
+                    batch.append(.route(.changed(old: old, new: route)))
+                }
+            } else {
+                state.defaultRoutes[key] = route
+                batch.append(.route(.new(route)))
+            }
+        }
+    }
+
+    private func dumpDefaultRoutes(filter: RouteFilter) throws(NetlinkError) -> [Route.Key: Route] {
+        var routes: [Route.Key: Route] = [:]
+        try requests!.forEachRoute(filter, restart: { routes.removeAll() }) { routes[$0.key] = $0 }
+        return routes
+    }
+
+    /// Throws away what waits in the socket, re-reads links, addresses and default routes,
+    /// reports the differences and then `resynchronized`. Tried a few times; if the kernel keeps
+    /// failing, the subscription ends with the error.
+    private func resynchronize(reason: ResynchronizationReason) {
+        var lastError: NetlinkError?
+        for _ in 0..<5 {
+            drainSocket()
+            do {
+                try nlCheck(nl_cache_resync(requests!.handle, linkCache, nil, nil), "re-read links")
+                try nlCheck(nl_cache_resync(requests!.handle, addressCache, nil, nil), "re-read addresses")
+                let routes = try dumpDefaultRoutes(filter: .defaultRoutes)
+                diffLinks(linksFromCache())
+                diffAddresses(addressesFromCache())
+                apply(routes, over: state.defaultRoutes)
+                linksToReconcile.removeAll()
+                batch.append(.resynchronized(reason))
+                publisher.countResynchronization()
+                return
+            } catch {
+                lastError = error
+            }
+        }
+        flush()
+        publisher.terminate(lastError ?? .failure)
+        stopRequested.store(true, ordering: .releasing)
+    }
+
+    private func drainSocket() {
+        let fd = nl_cache_mngr_get_fd(manager)
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n > 0 { continue }
+            if n < 0 && (errno == EINTR || errno == ENOBUFS) { continue }
+            return
+        }
+    }
+
+    private func diffLinks(_ current: [Int32: Link]) {
+        for (index, old) in state.links where current[index] == nil {
+            removeLink(index: index, lastSeen: old)
+        }
+        for (index, link) in current {
+            if let old = state.links[index] {
+                if old != link {
+                    state.links[index] = link
+                    batch.append(.link(.changed(old: old, new: link)))
+                }
+            } else {
+                state.links[index] = link
+                batch.append(.link(.new(link)))
+            }
+        }
+    }
+
+    private func diffAddresses(_ current: [InterfaceAddress.Key: InterfaceAddress]) {
+        for (key, old) in state.addresses where current[key] == nil {
+            state.addresses[key] = nil
+            batch.append(.address(.removed(old)))
+        }
+        for (key, address) in current {
+            if let old = state.addresses[key] {
+                if old != address {
+                    state.addresses[key] = address
+                    batch.append(.address(.changed(old: old, new: address)))
+                }
+            } else {
+                state.addresses[key] = address
+                batch.append(.address(.new(address)))
+            }
+        }
+    }
+
+    private func linksFromCache() -> [Int32: Link] {
+        var links: [Int32: Link] = [:]
+        forEachObject(in: linkCache!) { if let link = Link(libnl: $0) { links[link.index] = link } }
+        return links
+    }
+
+    private func addressesFromCache() -> [InterfaceAddress.Key: InterfaceAddress] {
+        var addresses: [InterfaceAddress.Key: InterfaceAddress] = [:]
+        forEachObject(in: addressCache!) { if let a = InterfaceAddress(libnl: $0) { addresses[a.key] = a } }
+        return addresses
+    }
+
+    /// True when the namespace file is gone or now names another namespace.
+    private func namespaceWasDeleted() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while read(inotifyDescriptor, &buffer, buffer.count) > 0 {}
+        guard let path = namespace.path else { return false }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return true }
+        guard let identity = namespaceIdentity else { return false }
+        return UInt64(info.st_dev) != identity.device || UInt64(info.st_ino) != identity.inode
+    }
+}

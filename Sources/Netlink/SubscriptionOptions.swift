@@ -1,0 +1,18 @@
+/// How a ``NetlinkSubscription`` talks to the kernel.
+public struct SubscriptionOptions: Sendable, Hashable {
+    /// The receive buffer of the notification socket, in bytes.
+    ///
+    /// The library asks for it with `SO_RCVBUFFORCE` (which needs `CAP_NET_ADMIN` and may exceed
+    /// `net.core.rmem_max`) and falls back quietly to `SO_RCVBUF`, which the kernel caps at
+    /// `rmem_max`. Whatever the size, an overflow is detected and repaired by re-reading the
+    /// kernel's state; a larger buffer only makes that rarer.
+    public var receiveBufferSize: Int
+
+    /// The default: 4 MiB, which holds about 20 000 notifications.
+    public static let defaultReceiveBufferSize = 4 << 20
+
+    /// Creates options.
+    public init(receiveBufferSize: Int = SubscriptionOptions.defaultReceiveBufferSize) {
+        self.receiveBufferSize = receiveBufferSize
+    }
+}

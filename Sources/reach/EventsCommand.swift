@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import Netlink
+
+/// `reach events`: every link, address and route change of a namespace, one line each.
+struct EventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "Print link, address and route events of a namespace as they happen.",
+        discussion: """
+            The current state comes first (one `present` line per link, address and default route, \
+            then `synchronized`), then one line per change, flushed at once. After lost \
+            notifications the state is re-read and a `resynchronized` line follows the differences.
+            """)
+
+    @Flag(help: "Print one JSON object per line.")
+    var json = false
+
+    @OptionGroup var namespaceOption: NamespaceOption
+
+    func run() async throws {
+        let subscription = try NetlinkSubscription.shared(namespace: try namespaceOption.namespace())
+        let printer = EventPrinter(json: json)
+        do {
+            for try await event in subscription.events() {
+                printer.print(event, names: subscription.state)
+            }
+        } catch {
+            Output.error(error.description)
+            throw ExitCode(2)
+        }
+    }
+}
+
+/// Turns events into lines.
+struct EventPrinter {
+    let json: Bool
+
+    func print(_ event: NetlinkEvent, names state: NetworkState) {
+        switch event {
+        case .snapshot(let snapshot):
+            for link in snapshot.sortedLinks { emit("present", "link", link.json, human: describe(link)) }
+            for address in snapshot.addresses.values.sorted(by: { ($0.linkIndex, $0.address) < ($1.linkIndex, $1.address) }) {
+                emit("present", "address", address.json, human: describe(address, state: snapshot))
+            }
+            for route in snapshot.sortedDefaultRoutes { emit("present", "route", route.json, human: describe(route, state: snapshot)) }
+            line(json ? header("synchronized", nil).serialized : "synchronized")
+        case .link(let change):
+            switch change {
+            case .new(let link): emit("new", "link", link.json, human: describe(link))
+            case .removed(let link): emit("removed", "link", link.json, human: describe(link))
+            case .changed(let old, let new):
+                emit("changed", "link", new.json, old: old.json, human: describe(new) + "  (was " + linkDifference(old, new) + ")")
+            }
+        case .address(let change):
+            switch change {
+            case .new(let a): emit("new", "address", a.json, human: describe(a, state: state))
+            case .removed(let a): emit("removed", "address", a.json, human: describe(a, state: state))
+            case .changed(let old, let new): emit("changed", "address", new.json, old: old.json, human: describe(new, state: state))
+            }
+        case .route(let change):
+            switch change {
+            case .new(let r): emit("new", "route", r.json, human: describe(r, state: state))
+            case .replaced(let r): emit("replaced", "route", r.json, human: describe(r, state: state))
+            case .removed(let r): emit("removed", "route", r.json, human: describe(r, state: state))
+            case .changed(let old, let new): emit("changed", "route", new.json, old: old.json, human: describe(new, state: state))
+            }
+        case .resynchronized(let reason):
+            line(json ? JSON.object(header("resynchronized", nil) + [("reason", .string(reason.description))]).serialized
+                 : "resynchronized (\(reason))")
+        }
+    }
+
+    private func header(_ event: String, _ object: String?) -> [(String, JSON)] {
+        var fields: [(String, JSON)] = [("time", .string(Date().ISO8601Format(.iso8601.time(includingFractionalSeconds: true).year().month().day()))), ("event", .string(event))]
+        if let object { fields.append(("object", .string(object))) }
+        return fields
+    }
+
+    private func emit(_ event: String, _ object: String, _ value: JSON, old: JSON? = nil, human: String) {
+        if json {
+            var fields = header(event, object) + [(object, value)]
+            if let old { fields.append(("old", old)) }
+            line(JSON.object(fields).serialized)
+        } else {
+            line("\(event) \(object) \(human)")
+        }
+    }
+
+    private func header(_ event: String, _ object: String?) -> JSON { .object(header(event, object)) }
+
+    private func line(_ text: String) { Output.line(text) }
+
+    private func describe(_ link: Link) -> String {
+        "\(link.index) \(link.name)\(link.kind.map { " (\($0))" } ?? "") \(link.flags) operstate \(link.operState) mtu \(link.mtu)"
+    }
+
+    private func linkDifference(_ old: Link, _ new: Link) -> String {
+        var parts: [String] = []
+        if old.name != new.name { parts.append("name \(old.name)") }
+        if old.flags != new.flags { parts.append("flags \(old.flags)") }
+        if old.operState != new.operState { parts.append("operstate \(old.operState)") }
+        if old.mtu != new.mtu { parts.append("mtu \(old.mtu)") }
+        if old.masterIndex != new.masterIndex { parts.append("master \(old.masterIndex.map(String.init) ?? "none")") }
+        return parts.isEmpty ? "other attributes" : parts.joined(separator: ", ")
+    }
+
+    private func describe(_ address: InterfaceAddress, state: NetworkState) -> String {
+        "\(address.cidr) dev \(state.links[address.linkIndex]?.name ?? "#\(address.linkIndex)") scope \(address.scope) \(address.flags)"
+    }
+
+    private func describe(_ route: Route, state: NetworkState) -> String {
+        var text = route.description
+        if let index = route.outputLinkIndex, let name = state.links[index]?.name {
+            text = text.replacingOccurrences(of: "dev #\(index)", with: "dev \(name)")
+        }
+        return text
+    }
+}

@@ -1,0 +1,116 @@
+// CNetlink: the one door from Swift to libnl-3 / libnl-route-3 and the few Linux calls the
+// Netlink overlay needs. Only the `Netlink` module imports it.
+//
+// Every shim is `static inline`, prefixed `cnetlink_`, and says why Swift cannot do without it.
+#ifndef CNETLINK_H
+#define CNETLINK_H
+
+// Deliberately no _GNU_SOURCE: defining it here would give glibc's structs (fd_set among them)
+// other field names than Swift's Glibc module sees, and the two modules would clash. The two
+// GNU-only calls this header needs are declared by hand below.
+
+#include <errno.h>
+#include <linux/sched.h>
+#include <sys/prctl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <net/if.h>
+#include <linux/if_arp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
+#include <netlink/netlink.h>
+#include <netlink/errno.h>
+#include <netlink/socket.h>
+#include <netlink/msg.h>
+#include <netlink/attr.h>
+#include <netlink/cache.h>
+#include <netlink/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/route.h>
+#include <netlink/route/nexthop.h>
+
+/// Reads libnl's cache manager socket and reports `errno` as it was when libnl returned.
+///
+/// libnl maps a receive failure of ENOBUFS (the kernel dropped notifications: the socket
+/// overflowed) to `-NLE_NOMEM`, the same code as a real allocation failure. Only `errno`, read
+/// before anything else can overwrite it, tells the two apart; Swift code cannot promise that
+/// nothing runs between the call's return and its own read of `errno`.
+static inline int cnetlink_mngr_data_ready(struct nl_cache_mngr *mngr, int *saved_errno) {
+    errno = 0;
+    int err = nl_cache_mngr_data_ready(mngr);
+    *saved_errno = errno;
+    return err;
+}
+
+/// Receives pending messages on a libnl socket and reports `errno` as libnl left it (see
+/// `cnetlink_mngr_data_ready` for why the read must happen in C).
+static inline int cnetlink_recvmsgs_report(struct nl_sock *sk, struct nl_cb *cb, int *saved_errno) {
+    errno = 0;
+    int err = nl_recvmsgs_report(sk, cb);
+    *saved_errno = errno;
+    return err;
+}
+
+/// glibc's declaration of setns(2), visible only under _GNU_SOURCE (see the top of this file).
+extern int setns(int fd, int nstype);
+
+/// Joins the calling thread to the network namespace behind `fd`.
+///
+/// Swift's Glibc module does not declare `setns` (it needs `_GNU_SOURCE`). `errno` is read here,
+/// at once, for the same reason as above.
+static inline int cnetlink_setns_net(int fd, int *saved_errno) {
+    int rc = setns(fd, CLONE_NEWNET);
+    *saved_errno = rc < 0 ? errno : 0;
+    return rc;
+}
+
+/// Names the calling thread (at most 15 bytes are kept), for `top -H`, `gdb` and crash reports.
+///
+/// `pthread_setname_np` is GNU-only (see the top of this file); `prctl(PR_SET_NAME)` is not.
+static inline void cnetlink_set_thread_name(const char *name) {
+    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+/// Sets an integer socket option and returns 0 or the `errno` of the failure.
+///
+/// `setsockopt` takes a `const void *` and a `socklen_t`; this keeps the pointer dance and the
+/// immediate `errno` read out of Swift.
+static inline int cnetlink_setsockopt_int(int fd, int level, int name, int value) {
+    return setsockopt(fd, level, name, &value, sizeof value) < 0 ? errno : 0;
+}
+
+/// Reads an integer socket option; returns the value, or -1 with `*saved_errno` set.
+static inline int cnetlink_getsockopt_int(int fd, int level, int name, int *saved_errno) {
+    int value = 0;
+    socklen_t len = sizeof value;
+    if (getsockopt(fd, level, name, &value, &len) < 0) {
+        *saved_errno = errno;
+        return -1;
+    }
+    *saved_errno = 0;
+    return value;
+}
+
+/// The payload of a netlink message: `NLMSG_DATA` is a function-like macro Swift cannot import.
+static inline void *cnetlink_nlmsg_data(struct nlmsghdr *header) {
+    return NLMSG_DATA(header);
+}
+
+/// `SOL_NETLINK` and `NETLINK_GET_STRICT_CHK` come from headers Swift's Glibc module does not
+/// pull in consistently; named here so the Swift side never spells a bare number.
+static inline int cnetlink_sol_netlink(void) { return SOL_NETLINK; }
+static inline int cnetlink_netlink_get_strict_chk(void) { return NETLINK_GET_STRICT_CHK; }
+
+/// The magic number of the nsfs file system (`NSFS_MAGIC`), which every namespace file lives on;
+/// `linux/magic.h` is not part of Swift's Glibc module.
+static inline unsigned long cnetlink_nsfs_magic(void) { return 0x6e736673UL; }
+
+#endif
