@@ -19,6 +19,10 @@ final class RequestSocket {
             throw NetlinkError(libnlCode: rc, context: "connect netlink socket")
         }
         handle = socket
+        // Without this, libnl asks for an ACK after every request; a successful lookup's ACK
+        // would then wait in the socket and be read as the answer to the next request. Dumps end
+        // with NLMSG_DONE and errors come as NLMSG_ERROR either way.
+        nl_socket_disable_auto_ack(socket)
         strictChecking = cnetlink_setsockopt_int(nl_socket_get_fd(socket), cnetlink_sol_netlink(),
                                                  cnetlink_netlink_get_strict_chk(), 0) == 0
     }
@@ -126,6 +130,10 @@ final class RequestSocket {
             try nlCheck(nla_put_u32(message, Int32(RTA_MARK.rawValue), mark), "build route lookup")
         }
         try nlCheck(nl_send_auto(handle, message), "send route lookup")
+        // A lookup answer is one small datagram: read it with one recvmsg into a fixed buffer
+        // instead of libnl's default MSG_PEEK round trip (kept for dumps, whose datagrams vary).
+        nl_socket_set_msg_buf_size(handle, 16 * 1024)
+        defer { nl_socket_set_msg_buf_size(handle, 0) }
         var found: Route?
         let receiver = RouteReceiver(filter: nil) { found = $0 }
         do {

@@ -232,11 +232,24 @@ public struct RouteFlags: OptionSet, Sendable, Hashable, CustomStringConvertible
     public static let cloned = RouteFlags(rawValue: 0x200)
     /// A prefix route of an address (`RTM_F_PREFIX`).
     public static let prefix = RouteFlags(rawValue: 0x800)
+    /// In a lookup answer: the kernel would send an ICMP redirect. The corresponding C constant
+    /// is `RTCF_DOREDIRECT`.
+    public static let redirectCache = RouteFlags(rawValue: 0x0100_0000)
+    /// In a lookup answer: the destination is a broadcast address. The corresponding C constant
+    /// is `RTCF_BROADCAST`.
+    public static let broadcastCache = RouteFlags(rawValue: 0x1000_0000)
+    /// In a lookup answer: the destination is a multicast address. The corresponding C constant
+    /// is `RTCF_MULTICAST`.
+    public static let multicastCache = RouteFlags(rawValue: 0x2000_0000)
+    /// In a lookup answer: the destination is this host. The corresponding C constant is
+    /// `RTCF_LOCAL`.
+    public static let localCache = RouteFlags(rawValue: 0x8000_0000)
 
     static let names: [(RouteFlags, String)] = [
         (.dead, "dead"), (.pervasive, "pervasive"), (.onlink, "onlink"), (.offload, "offload"),
         (.linkDown, "linkdown"), (.unresolved, "unresolved"), (.trap, "trap"), (.notify, "notify"),
-        (.cloned, "cloned"), (.prefix, "prefix"),
+        (.cloned, "cloned"), (.prefix, "prefix"), (.redirectCache, "redirect"),
+        (.broadcastCache, "broadcast"), (.multicastCache, "multicast"), (.localCache, "local"),
     ]
 
     /// The names of the flags that are set, as `ip route` prints them (`linkdown`, `onlink`).

@@ -1,0 +1,184 @@
+import Foundation
+import Netlink
+import NetnsTestSupport
+import Testing
+
+@Suite("Live events from the kernel", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct SubscriptionTests {
+    @Test func startsWithTheCurrentState() async throws {
+        try await withTestNamespace("start") { ns in
+            try buildTopology(ns)
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let kernel = try NetlinkConnection(namespace: .named(ns.name)).snapshot()
+            #expect(Set(subscription.state.links.keys) == Set(kernel.links.keys))
+            #expect(Set(subscription.state.addresses.keys) == Set(kernel.addresses.keys))
+            #expect(subscription.state.defaultRoutes == kernel.defaultRoutes)
+            var iterator = subscription.events().makeAsyncIterator()
+            guard case .snapshot(let first)? = try await iterator.next() else {
+                Issue.record("the first event must be the snapshot")
+                return
+            }
+            #expect(first.links.keys == subscription.state.links.keys)
+        }
+    }
+
+    @Test func linkUpDownCarrierAndRename() async throws {
+        try await withTestNamespace("link") { ns in
+            try ns.ip("link", "add", "veth0", "type", "veth", "peer", "name", "veth1")
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let recorder = EventRecorder(subscription)
+            let index = try ns.index(of: "veth0")
+            try ns.ip("link", "set", "veth1", "up")
+            try ns.ip("link", "set", "veth0", "up")
+            #expect(recorder.waitFor { $0.linkChange.map { $0.value.index == index && $0.value.isRunning } ?? false }, "up with carrier")
+            try ns.ip("link", "set", "veth1", "down")
+            #expect(recorder.waitFor {
+                guard case .changed(let old, let new)? = $0.linkChange else { return false }
+                return new.index == index && old.isRunning && !new.isRunning && new.isUp
+            }, "carrier loss")
+            try ns.ip("link", "set", "veth0", "down")
+            #expect(recorder.waitFor { $0.linkChange.map { $0.value.index == index && !$0.value.isUp } ?? false }, "down")
+            try ns.ip("link", "set", "veth0", "name", "uplink0")
+            #expect(recorder.waitFor {
+                guard case .changed(let old, let new)? = $0.linkChange else { return false }
+                return old.name == "veth0" && new.name == "uplink0" && new.index == index
+            }, "rename")
+            #expect(subscription.state.links[index]?.name == "uplink0")
+            try ns.ip("link", "del", "uplink0")
+            #expect(recorder.waitFor { if case .removed(let l)? = $0.linkChange { return l.index == index } else { return false } })
+            #expect(eventually { subscription.state.links[index] == nil })
+        }
+    }
+
+    @Test func addressAddAndRemove() async throws {
+        try await withTestNamespace("addr") { ns in
+            try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up"])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let recorder = EventRecorder(subscription)
+            try ns.ip("address", "add", "10.77.0.1/24", "dev", "dum0")
+            try ns.ip("address", "add", "2001:db8:77::1/64", "dev", "dum0", "nodad")
+            let v4 = IPAddress("10.77.0.1")!, v6 = IPAddress("2001:db8:77::1")!
+            #expect(recorder.waitFor { if case .new(let a)? = $0.addressChange { return a.address == v4 && a.prefixLength == 24 } else { return false } })
+            #expect(recorder.waitFor { if case .new(let a)? = $0.addressChange { return a.address == v6 } else { return false } })
+            try ns.ip("address", "del", "10.77.0.1/24", "dev", "dum0")
+            #expect(recorder.waitFor { if case .removed(let a)? = $0.addressChange { return a.address == v4 } else { return false } })
+            #expect(eventually { !subscription.state.addresses.values.contains { $0.address == v4 } })
+            #expect(subscription.state.addresses.values.contains { $0.address == v6 })
+        }
+    }
+
+    @Test func routeAddReplaceRemove() async throws {
+        try await withTestNamespace("route") { ns in
+            try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up", "link set dum0 up", "address add 10.88.0.1/24 dev dum0"])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let recorder = EventRecorder(subscription)
+            let prefix = IPNetwork("10.99.0.0/16")!
+            try ns.ip("route", "add", "10.99.0.0/16", "via", "10.88.0.254")
+            #expect(recorder.waitFor { if case .new(let r)? = $0.routeChange { return r.destination == prefix } else { return false } })
+            try ns.ip("route", "replace", "10.99.0.0/16", "via", "10.88.0.253")
+            #expect(recorder.waitFor {
+                if case .replaced(let r)? = $0.routeChange { return r.destination == prefix && r.gateway == IPAddress("10.88.0.253") } else { return false }
+            })
+            try ns.ip("route", "del", "10.99.0.0/16")
+            #expect(recorder.waitFor { if case .removed(let r)? = $0.routeChange { return r.destination == prefix } else { return false } })
+            // Default routes are kept: a replace reports both versions.
+            try ns.ip("route", "add", "default", "via", "10.88.0.254")
+            #expect(recorder.waitFor { if case .new(let r)? = $0.routeChange { return r.isDefault } else { return false } })
+            try ns.ip("route", "replace", "default", "via", "10.88.0.253")
+            #expect(recorder.waitFor {
+                guard case .changed(let old, let new)? = $0.routeChange else { return false }
+                return old.gateway == IPAddress("10.88.0.254") && new.gateway == IPAddress("10.88.0.253")
+            })
+            #expect(eventually { subscription.state.defaultRoutes.values.map { $0.gateway } == [IPAddress("10.88.0.253")] })
+            // Non-default routes are not kept in the state.
+            #expect(subscription.state.defaultRoutes.values.allSatisfy { $0.isDefault })
+        }
+    }
+
+    @Test func routesFlushedSilentlyByTheKernelLeaveTheState() async throws {
+        try await withTestNamespace("flush") { ns in
+            try ns.batch([
+                "link add veth0 type veth peer name veth1", "link set veth1 up", "link set veth0 up",
+                "address add 10.66.0.1/24 dev veth0", "address add 2001:db8:66::1/64 dev veth0 nodad",
+                "route add default via 10.66.0.254", "route add default via 2001:db8:66::fe",
+            ])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let recorder = EventRecorder(subscription)
+            #expect(subscription.state.defaultRoutes.count == 2)
+            // Carrier loss: the kernel marks the routes linkdown and tells nobody.
+            try ns.ip("link", "set", "veth1", "down")
+            #expect(eventually { subscription.state.defaultRoutes.values.allSatisfy { $0.flags.contains(.linkDown) } })
+            #expect(recorder.waitFor { if case .changed(_, let r)? = $0.routeChange { return r.isDefault && r.flags.contains(.linkDown) } else { return false } })
+            // Administratively down: the kernel deletes them, again without RTM_DELROUTE for IPv4.
+            try ns.ip("link", "set", "veth0", "down")
+            #expect(eventually { subscription.state.defaultRoutes.isEmpty })
+            let kernel = try NetlinkConnection(namespace: .named(ns.name)).defaultRoutes()
+            #expect(kernel.isEmpty)
+        }
+    }
+
+    @Test func linkMovedToAnotherNamespaceAndBack() async throws {
+        try await withTestNamespace("moveA") { a in
+            try await withTestNamespace("moveB") { b in
+                try a.ip("link", "add", "mover0", "type", "veth", "peer", "name", "mover1")
+                let inA = EventRecorder(try NetlinkSubscription(namespace: .named(a.name)))
+                let subscriptionB = try NetlinkSubscription(namespace: .named(b.name))
+                let inB = EventRecorder(subscriptionB)
+                try a.ip("link", "set", "mover0", "netns", b.name)
+                #expect(inA.waitFor { if case .removed(let l)? = $0.linkChange { return l.name == "mover0" } else { return false } })
+                #expect(inB.waitFor { if case .new(let l)? = $0.linkChange { return l.name == "mover0" } else { return false } })
+                #expect(subscriptionB.state.link(named: "mover0") != nil)
+                try b.ip("link", "set", "mover0", "netns", a.name)
+                #expect(inA.waitFor { if case .new(let l)? = $0.linkChange { return l.name == "mover0" } else { return false } })
+                #expect(inB.waitFor { if case .removed(let l)? = $0.linkChange { return l.name == "mover0" } else { return false } })
+            }
+        }
+    }
+
+    @Test func deletedNamespaceEndsTheSubscriptionWithATypedError() async throws {
+        let ns = try TestNamespace("gone")
+        defer { ns.delete() }
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        let recorder = EventRecorder(subscription)
+        let stream = subscription.events()
+        ns.delete()
+        #expect(eventually { recorder.ended.withLock { $0 } == .namespaceDeleted })
+        #expect(subscription.termination == .namespaceDeleted)
+        await #expect(throws: NetlinkError.namespaceDeleted) {
+            for try await _ in stream {}
+        }
+        // A new observer of an ended subscription is told at once.
+        let late = EventRecorder(subscription)
+        #expect(eventually { late.ended.withLock { $0 } == .namespaceDeleted })
+    }
+
+    @Test func oneSharedSubscriptionPerNamespace() async throws {
+        try await withTestNamespace("shared") { ns in
+            let byName = try NetlinkSubscription.shared(namespace: .named(ns.name))
+            let byPath = try NetlinkSubscription.shared(namespace: .path(ns.path))
+            #expect(byName === byPath)
+            let current = try NetlinkSubscription.shared()
+            #expect(current !== byName)
+            #expect(try NetlinkSubscription.shared() === current)
+        }
+    }
+
+    @Test func noCallbackAfterCancelReturns() async throws {
+        try await withTestNamespace("cancel") { ns in
+            try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up"])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let recorder = EventRecorder(subscription)
+            #expect(recorder.waitFor { if case .snapshot = $0 { return true } else { return false } })
+            recorder.cancel()
+            let count = recorder.all.count
+            for _ in 0..<5 {
+                try ns.ip("link", "set", "dum0", "up")
+                try ns.ip("link", "set", "dum0", "down")
+            }
+            let probe = EventRecorder(subscription)
+            try ns.ip("link", "set", "dum0", "mtu", "1400")
+            #expect(probe.waitFor { $0.linkChange?.value.mtu == 1400 })
+            #expect(recorder.all.count == count)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+
+/// A network namespace made for one test, with a unique name, deleted when the test ends.
+///
+/// Names are `rt<pid>-<n>-<label>` (at most 15 bytes of label), so that namespaces left behind
+/// by a crashed run can be told apart and removed: ``removeLeftovers()`` deletes those whose
+/// process is gone. Nothing here touches the root namespace: every `ip` command runs with
+/// `-n NAME`, and links are created inside the namespace.
+public final class TestNamespace: Sendable {
+    /// The namespace name (`/run/netns/NAME`).
+    public let name: String
+    private let deleted = Atomic<Bool>(false)
+    private static let counter = Atomic<Int>(0)
+
+    /// Creates the namespace and brings its loopback up.
+    public init(_ label: String = "t") throws {
+        TestNamespace.removeLeftovers()
+        let n = TestNamespace.counter.wrappingAdd(1, ordering: .relaxed).oldValue
+        name = "rt\(getpid())-\(n)-\(label.prefix(15))"
+        try run(["ip", "netns", "add", name])
+        try ip("link", "set", "lo", "up")
+    }
+
+    deinit { delete() }
+
+    /// The namespace file.
+    public var path: String { "/run/netns/\(name)" }
+
+    /// Deletes the namespace (and with it every link inside). Safe to call twice.
+    public func delete() {
+        guard !deleted.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        _ = try? run(["ip", "netns", "del", name], check: false)
+    }
+
+    /// Runs `ip -n NAME ARGS...` and returns its output.
+    @discardableResult
+    public func ip(_ arguments: String...) throws -> String {
+        try run(["ip", "-n", name] + arguments).output
+    }
+
+    /// Runs `ip -n NAME ARGS...` and returns its status without throwing.
+    @discardableResult
+    public func ipStatus(_ arguments: String...) -> CommandResult {
+        (try? run(["ip", "-n", name] + arguments, check: false)) ?? CommandResult(status: -1, output: "", error: "")
+    }
+
+    /// Runs `ip -n NAME -j ARGS...` and decodes its JSON array.
+    public func ipJSON(_ arguments: String...) throws -> [[String: Any]] {
+        let text = try run(["ip", "-n", name, "-j"] + arguments).output
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return [] }
+        return (try JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [[String: Any]]) ?? []
+    }
+
+    /// Feeds `ip -n NAME -batch -` with one command per line (fast bulk changes).
+    public func batch(_ lines: [String]) throws {
+        try run(["ip", "-n", name, "-force", "-batch", "-"], input: lines.joined(separator: "\n") + "\n")
+    }
+
+    /// Runs a program inside the namespace (`ip netns exec`).
+    @discardableResult
+    public func exec(_ arguments: [String], check: Bool = true) throws -> CommandResult {
+        try run(["ip", "netns", "exec", name] + arguments, check: check)
+    }
+
+    /// The interface index of a link in this namespace.
+    public func index(of link: String) throws -> Int32 {
+        let info = try ipJSON("link", "show", "dev", link)
+        guard let index = info.first?["ifindex"] as? Int else { throw CommandFailure(command: ["index", link], result: .init(status: 1, output: "", error: "no link")) }
+        return Int32(index)
+    }
+
+    /// Deletes test namespaces whose creating process no longer runs.
+    public static func removeLeftovers() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/run/netns") else { return }
+        for name in names where name.hasPrefix("rt") {
+            let digits = name.dropFirst(2).prefix { $0.isNumber }
+            guard let pid = Int32(digits), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            _ = try? run(["ip", "netns", "del", name], check: false)
+        }
+    }
+}
+
+/// Runs `body` with a fresh namespace and deletes the namespace afterwards, also when `body`
+/// throws or a expectation fails.
+public func withTestNamespace<T>(_ label: String = "t", _ body: (TestNamespace) async throws -> T) async throws -> T {
+    let namespace = try TestNamespace(label)
+    defer { namespace.delete() }
+    return try await body(namespace)
+}
+
+/// Waits until `condition` holds, checking every 20 ms, for at most `seconds` (a liveness bound
+/// so that a broken build fails instead of hanging; never a performance assertion).
+public func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}
