@@ -1,0 +1,80 @@
+import Foundation
+import NetnsTestSupport
+import Testing
+
+@Suite("reach links and reach events", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct LinksAndEventsTests {
+    @Test func linksJSONListsWhatIPAddrShows() async throws {
+        try await withTestNamespace("clilinks") { ns in
+            try ns.batch([
+                "link add veth0 type veth peer name veth1", "link add br0 type bridge", "link set veth1 master br0",
+                "link add mv0 link veth0 type macvlan mode bridge", "tuntap add dev tun0 mode tun",
+                "link set veth0 up", "link set veth1 up", "link set br0 up", "link set mv0 up", "link set tun0 up",
+                "address add 10.1.0.1/24 dev veth0", "address add 2001:db8:1::1/64 dev veth0 nodad",
+                "address add 10.2.0.1/24 dev br0", "address add 10.3.0.1/24 dev mv0",
+                "address add 2001:db8:3::1/64 dev mv0 nodad", "address add 10.4.0.1 peer 10.4.0.2/32 dev tun0",
+            ])
+            let result = try reach("links", "--json", "--netns", ns.name)
+            #expect(result.status == 0, "\(result.error)")
+            let links = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
+            let expected = try ns.ipJSON("addr", "show")
+            #expect(links.count == expected.count)
+            for entry in expected {
+                let index = entry["ifindex"] as! Int
+                let link = try #require(links.first { $0["index"] as? Int == index }, "link \(index)")
+                let flags = entry["flags"] as? [String] ?? []
+                #expect(link["name"] as? String == entry["ifname"] as? String)
+                #expect(link["up"] as? Bool == flags.contains("UP"), "\(entry["ifname"]!)")
+                #expect(link["running"] as? Bool == (flags.contains("UP") && !flags.contains("NO-CARRIER")), "\(entry["ifname"]!)")
+                let addresses = (entry["addr_info"] as? [[String: Any]] ?? []).map { "\($0["local"]!)/\($0["prefixlen"]!)" }
+                #expect(Set(link["addresses"] as? [String] ?? []) == Set(addresses), "\(entry["ifname"]!)")
+                for key in ["name", "index", "type", "kind", "arphrd", "operState", "up", "running", "expensive", "addresses"] {
+                    #expect(link.keys.contains(key), "field \(key)")
+                }
+            }
+            #expect(links.first { $0["name"] as? String == "lo" }?["type"] as? String == "loopback")
+            #expect(links.first { $0["name"] as? String == "br0" }?["kind"] as? String == "bridge")
+            #expect(links.first { $0["name"] as? String == "mv0" }?["kind"] as? String == "macvlan")
+            #expect(links.first { $0["name"] as? String == "tun0" }?["kind"] as? String == "tun")
+        }
+    }
+
+    @Test func badInputExitsWithTwoAndOneLine() throws {
+        for arguments in [["links", "--netns", "no-such-ns-\(getpid())"], ["links", "--netns", "a\u{1}/../x"],
+                          ["links", "--netns", ""], ["links", "--no-such-flag"], ["nonsense"], ["events", "--netns", "/etc/hostname"]] {
+            let result = try run([reachBinary] + arguments, check: false)
+            #expect(result.status == 2, "\(arguments)")
+            let lines = result.error.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].hasPrefix("reach: "), "\(arguments): \(result.error)")
+        }
+        #expect(try reach("--help").status == 0)
+    }
+
+    @Test func eventsJSONPrintsTheStateThenOneLinePerChange() async throws {
+        try await withTestNamespace("clievents") { ns in
+            try ns.batch(["link add veth0 type veth peer name veth1", "link set veth1 up", "address add 10.9.0.1/24 dev veth0"])
+            let events = try ReachProcess(["events", "--json", "--netns", ns.name])
+            defer { events.stop() }
+            #expect(events.waitForLine(containing: "\"event\":\"synchronized\""))
+            #expect(events.lines.withLock { $0.contains { $0.contains("\"present\"") && $0.contains("10.9.0.1/24") } })
+            try ns.ip("link", "set", "veth0", "up")
+            #expect(events.waitForLine(containing: "\"event\":\"changed\"", "\"object\":\"link\"", "\"name\":\"veth0\"", "\"up\":true"))
+            try ns.ip("route", "add", "default", "via", "10.9.0.254")
+            #expect(events.waitForLine(containing: "\"event\":\"new\"", "\"object\":\"route\"", "\"destination\":\"default\""))
+            for line in events.lines.withLock({ $0 }) {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object?["time"] is String && object?["event"] is String, "\(line)")
+            }
+        }
+    }
+
+    @Test func eventsHumanFormAndNamespaceDeletion() throws {
+        let ns = try TestNamespace("clihuman")
+        defer { ns.delete() }
+        let events = try ReachProcess(["events", "--netns", ns.name])
+        defer { events.stop() }
+        #expect(events.waitForLine(containing: "synchronized"))
+        try ns.ip("link", "add", "veth0", "type", "veth", "peer", "name", "veth1")
+        #expect(events.waitForLine(containing: "new link", "veth0"))
+    }
+}

@@ -1,0 +1,9 @@
+#!/bin/sh
+# Builds `reach` (installing libnl's Debian packages first when missing) and runs it with the
+# given arguments; with none, `reach links` on the current namespace. No DNS lookups.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build --product reach >&2
+[ "$#" -gt 0 ] || set -- links
+exec .build/debug/reach "$@"

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Runs every test: installs the Debian packages (libnl, pkg-config, iproute2) when missing,
+# builds, and runs the suite. The kernel tests need root: they build their own network
+# namespaces (never touching the root namespace) and delete them afterwards; without root
+# they are skipped and say so.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build --build-tests
+swift test --skip-build "$@"
+# No test may leave a namespace behind.
+leftover=$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^rt$$\|^rt[0-9]*-" || true)
+if [ -n "$leftover" ]; then
+    echo "test namespaces left behind: $leftover" >&2
+    exit 1
+fi
