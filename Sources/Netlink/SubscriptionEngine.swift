@@ -223,6 +223,9 @@ final class SubscriptionEngine: @unchecked Sendable {
                     return
                 }
             }
+            // Observers get what the kernel said first; the routes the kernel changed silently
+            // (found by a filtered dump) follow in a second batch.
+            flush()
             reconcileMarkedLinks()
             flush()
         }

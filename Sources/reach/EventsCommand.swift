@@ -72,7 +72,7 @@ struct EventPrinter {
     }
 
     private func header(_ event: String, _ object: String?) -> [(String, JSON)] {
-        var fields: [(String, JSON)] = [("time", .string(Date().ISO8601Format(.iso8601.time(includingFractionalSeconds: true).year().month().day()))), ("event", .string(event))]
+        var fields: [(String, JSON)] = [("time", .string(iso8601Now())), ("event", .string(event))]
         if let object { fields.append(("object", .string(object))) }
         return fields
     }
