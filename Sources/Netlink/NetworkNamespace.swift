@@ -1,4 +1,5 @@
 import CNetlink
+import Dispatch
 import Glibc
 
 /// A network namespace that the library reads and watches.
@@ -136,9 +137,9 @@ func quoted(_ text: String) -> String {
 
 /// A value handed from one thread to another while the first waits for the second.
 ///
-/// `@unchecked Sendable` because the handing over is ordered by a join: the creating thread does
-/// not touch `value` until the thread that writes it has finished (`runOnDedicatedThread` waits
-/// on a semaphore that the writer signals after its last access).
+/// `@unchecked Sendable` because the handing over is ordered: the creating thread does not touch
+/// `value` until the thread that writes it has signalled, after its last access, a semaphore or
+/// condition that the creator waits on (`runOnDedicatedThread`, `SubscriptionEngine.start`).
 final class UnsafeTransfer<Value>: @unchecked Sendable {
     var value: Value
     init(_ value: Value) { self.value = value }
@@ -146,14 +147,12 @@ final class UnsafeTransfer<Value>: @unchecked Sendable {
 
 /// Runs `body` on a new thread and waits until it has returned.
 func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Void) {
-    let done = UnsafeTransfer<sem_t>(sem_t())
-    sem_init(&done.value, 0, 0)
-    defer { sem_destroy(&done.value) }
+    let done = DispatchSemaphore(value: 0)
     startThread(name: name) {
         body()
-        sem_post(&done.value)
+        done.signal()
     }
-    while sem_wait(&done.value) != 0 && errno == EINTR {}
+    done.wait()
 }
 
 /// Starts a detached POSIX thread running `body`.
