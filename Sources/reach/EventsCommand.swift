@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Netlink
+import Synchronization
 
 /// `reach events`: every link, address and route change of a namespace, one line each.
 struct EventsCommand: AsyncParsableCommand {
@@ -18,22 +19,28 @@ struct EventsCommand: AsyncParsableCommand {
 
     @OptionGroup var namespaceOption: NamespaceOption
 
+    /// The observation lives as long as the process prints.
+    private static let keepAlive = Mutex<NetlinkObservation?>(nil)
+
     func run() async throws {
         let subscription = try NetlinkSubscription.shared(namespace: try namespaceOption.namespace())
         let printer = EventPrinter(json: json)
-        do {
-            for try await event in subscription.events() {
+        // Lines are printed straight from the subscription's delivery queue: one hop from the
+        // netlink thread, no wait for a task to be scheduled.
+        let ended: NetlinkError = await withCheckedContinuation { continuation in
+            let observation = subscription.observe(onTermination: { continuation.resume(returning: $0) }) { event in
                 printer.print(event, names: subscription.state)
             }
-        } catch {
-            Output.error(error.description)
-            throw ExitCode(2)
+            withExtendedLifetime(observation) {}
+            EventsCommand.keepAlive.withLock { $0 = observation }
         }
+        Output.error(ended.description)
+        throw ExitCode(2)
     }
 }
 
 /// Turns events into lines.
-struct EventPrinter {
+struct EventPrinter: Sendable {
     let json: Bool
 
     func print(_ event: NetlinkEvent, names state: NetworkState) {
