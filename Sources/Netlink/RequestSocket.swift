@@ -186,10 +186,23 @@ private final class RouteReceiver {
             return Int32(NL_STOP.rawValue)
         }, me)
         let rc = withExtendedLifetime(self) { nl_recvmsgs(socket, callbacks) }
+        // A reply cut short (an error before NLMSG_DONE) must not be read as the next request's.
+        if rc < 0 || kernelErrno != 0 || interrupted { drain(socket) }
         if kernelErrno != 0 {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: kernelErrno, context: context)
         }
         if rc < 0 { throw NetlinkError(libnlCode: rc, context: context) }
         if interrupted { throw NetlinkError(code: NetlinkError.dumpInterrupted.code, context: context) }
+    }
+}
+
+/// Reads and throws away whatever waits on a request socket.
+private func drain(_ socket: OpaquePointer) {
+    let fd = nl_socket_get_fd(socket)
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        if n > 0 || (n < 0 && errno == EINTR) { continue }
+        return
     }
 }

@@ -55,13 +55,15 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// True when any next hop goes out through `linkIndex`.
     public func uses(linkIndex: Int32) -> Bool { nexthops.contains { $0.linkIndex == linkIndex } }
 
-    /// What identifies a route in the kernel: two routes with the same key replace each other.
+    /// What identifies a route in the kernel. The prefix part (family, table, destination,
+    /// source, TOS, metric) is what `ip route replace` matches; the first next hop is part of the
+    /// key too, because `ip route append` keeps several routes with the same prefix part apart.
     public var key: Key {
         Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
-            tos: tos, metric: metric)
+            tos: tos, metric: metric, gateway: nexthops.first?.gateway, outputLinkIndex: nexthops.first?.linkIndex)
     }
 
-    /// The identity of a route (family, table, destination, source prefix, TOS, metric).
+    /// The identity of a route: its prefix part and its first next hop.
     public struct Key: Sendable, Hashable {
         /// The address family.
         public var family: AddressFamily
@@ -75,6 +77,16 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         public var tos: UInt8
         /// The metric.
         public var metric: UInt32
+        /// The first next hop's gateway.
+        public var gateway: IPAddress?
+        /// The first next hop's output link.
+        public var outputLinkIndex: Int32?
+
+        /// The key without the next hop: what `ip route replace` matches.
+        public var prefixPart: Key {
+            Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
+                tos: tos, metric: metric, gateway: nil, outputLinkIndex: nil)
+        }
     }
 
     public var description: String {

@@ -38,6 +38,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     private var state = NetworkState()
     private var batch: [NetlinkEvent] = []
     private var linksToReconcile: Set<Int32> = []
+    private var tablesToReconcile: Set<TableKey> = []
 
     private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher) throws(NetlinkError) {
         self.namespace = namespace
@@ -199,6 +200,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         state.defaultRoutes = try dumpDefaultRoutes(filter: .defaultRoutes)
         batch.removeAll()
         linksToReconcile.removeAll()
+        tablesToReconcile.removeAll()
     }
 
     private func loop() {
@@ -226,7 +228,9 @@ final class SubscriptionEngine: @unchecked Sendable {
             // Observers get what the kernel said first; the routes the kernel changed silently
             // (found by a filtered dump) follow in a second batch.
             flush()
+            guard !stopRequested.load(ordering: .acquiring) else { break }
             reconcileMarkedLinks()
+            reconcileMarkedTables()
             flush()
         }
         publisher.terminate(.stopped)
@@ -306,8 +310,12 @@ final class SubscriptionEngine: @unchecked Sendable {
         if action == NL_ACT_DEL {
             if let old = state.addresses.removeValue(forKey: key) {
                 batch.append(.address(.removed(old)))
-                // Removing an IPv4 address flushes routes that used it, without a notification.
+                // Removing an IPv4 address flushes, without a notification, the routes of its link
+                // and the routes on any link that used it as their preferred source.
                 linksToReconcile.insert(address.linkIndex)
+                for route in state.defaultRoutes.values where route.preferredSource == address.address {
+                    for hop in route.nexthops { if let index = hop.linkIndex { linksToReconcile.insert(index) } }
+                }
             }
             return
         }
@@ -329,18 +337,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             return Int32(NL_SKIP.rawValue)
         }
         if route.isDefault {
-            let key = route.key
-            if type == RTM_DELROUTE {
-                if let old = state.defaultRoutes.removeValue(forKey: key) { batch.append(.route(.removed(old))) }
-            } else if let old = state.defaultRoutes[key] {
-                if old != route {
-                    state.defaultRoutes[key] = route
-                    batch.append(.route(.changed(old: old, new: route)))
-                }
-            } else {
-                state.defaultRoutes[key] = route
-                batch.append(.route(.new(route)))
-            }
+            defaultRouteMessage(route, deleted: type == RTM_DELROUTE, flags: Int32(header.pointee.nlmsg_flags))
         } else if type == RTM_DELROUTE {
             batch.append(.route(.removed(route)))
         } else if Int32(header.pointee.nlmsg_flags) & NLM_F_REPLACE != 0 {
@@ -351,7 +348,71 @@ final class SubscriptionEngine: @unchecked Sendable {
         return Int32(NL_SKIP.rawValue)
     }
 
+    /// Applies a default-route message. The plain cases (a new route, a replacement of exactly
+    /// one route, the deletion of a route as kept) are applied directly. The others (a deletion
+    /// of one path of a multipath route, an append next to a route with the same prefix, a
+    /// replacement that matches several) are settled by re-reading that table's default routes.
+    private func defaultRouteMessage(_ route: Route, deleted: Bool, flags: Int32) {
+        let key = route.key
+        let samePrefix = state.defaultRoutes.filter { $0.key.prefixPart == key.prefixPart }
+        if deleted {
+            if let old = state.defaultRoutes[key], old.nexthops.count <= 1, route.nexthops.count <= 1 {
+                state.defaultRoutes[key] = nil
+                batch.append(.route(.removed(old)))
+            } else if !samePrefix.isEmpty {
+                tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+            }
+            return
+        }
+        if flags & NLM_F_REPLACE != 0, state.defaultRoutes[key] == nil {
+            if samePrefix.count == 1, let (oldKey, old) = samePrefix.first {
+                state.defaultRoutes[oldKey] = nil
+                state.defaultRoutes[key] = route
+                batch.append(.route(.changed(old: old, new: route)))
+            } else {
+                tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+            }
+            return
+        }
+        if let old = state.defaultRoutes[key] {
+            if old != route {
+                state.defaultRoutes[key] = route
+                batch.append(.route(.changed(old: old, new: route)))
+            }
+        } else {
+            state.defaultRoutes[key] = route
+            batch.append(.route(.new(route)))
+        }
+        if flags & NLM_F_APPEND != 0 || (route.family == .ipv6 && samePrefix.keys.contains { $0 != key }) {
+            // An IPv6 append joins a multipath route; the kernel's dump says how.
+            tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+        }
+    }
+
     // MARK: Reconciliation with the kernel
+
+    /// A routing table of one family, whose default routes must be re-read.
+    private struct TableKey: Hashable {
+        var family: AddressFamily
+        var table: RouteTable
+    }
+
+    /// Re-reads the default routes of tables where a message was ambiguous (see
+    /// `defaultRouteMessage`). The kernel filters the dump by table.
+    private func reconcileMarkedTables() {
+        guard !tablesToReconcile.isEmpty else { return }
+        let marked = tablesToReconcile
+        tablesToReconcile.removeAll()
+        for table in marked {
+            do {
+                let current = try dumpDefaultRoutes(filter: RouteFilter(family: table.family, table: table.table, defaultOnly: true))
+                apply(current, over: state.defaultRoutes.filter { $0.value.family == table.family && $0.value.table == table.table })
+            } catch {
+                resynchronize(reason: .error(error))
+                return
+            }
+        }
+    }
 
     /// Re-reads the default routes through links whose state changed: the kernel flushes routes
     /// of a link that goes down, and marks them `linkdown` when the carrier goes, without telling
@@ -362,7 +423,12 @@ final class SubscriptionEngine: @unchecked Sendable {
         linksToReconcile.removeAll()
         for index in marked {
             do {
-                let current = try dumpDefaultRoutes(filter: RouteFilter(outputLinkIndex: index, defaultOnly: true))
+                let current: [Route.Key: Route]
+                do {
+                    current = try dumpDefaultRoutes(filter: RouteFilter(outputLinkIndex: index, defaultOnly: true))
+                } catch where error.systemErrno == ENODEV {
+                    current = [:]  // the link went away meanwhile: none of its routes remain
+                }
                 let previous = state.defaultRoutes.filter { $0.value.uses(linkIndex: index) }
                 apply(current, over: previous)
             } catch {
@@ -412,6 +478,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 diffAddresses(addressesFromCache())
                 apply(routes, over: state.defaultRoutes)
                 linksToReconcile.removeAll()
+                tablesToReconcile.removeAll()
                 batch.append(.resynchronized(reason))
                 publisher.countResynchronization()
                 return

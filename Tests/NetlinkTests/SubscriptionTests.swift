@@ -90,6 +90,14 @@ struct SubscriptionTests {
                 return old.gateway == IPAddress("10.88.0.254") && new.gateway == IPAddress("10.88.0.253")
             })
             #expect(eventually { subscription.state.defaultRoutes.values.map { $0.gateway } == [IPAddress("10.88.0.253")] })
+            // `append` keeps two default routes with the same prefix part apart; deleting one
+            // leaves the other.
+            try ns.ip("route", "append", "default", "via", "10.88.0.252")
+            #expect(eventually { subscription.state.defaultRoutes.count == 2 })
+            try ns.ip("route", "del", "default", "via", "10.88.0.253")
+            #expect(eventually { subscription.state.defaultRoutes.values.map { $0.gateway } == [IPAddress("10.88.0.252")] })
+            let kernel = try NetlinkConnection(namespace: .named(ns.name))
+            #expect(eventually { agrees(subscription.state, kernel) })
             // Non-default routes are not kept in the state.
             #expect(subscription.state.defaultRoutes.values.allSatisfy { $0.isDefault })
         }
@@ -114,6 +122,23 @@ struct SubscriptionTests {
             #expect(eventually { subscription.state.defaultRoutes.isEmpty })
             let kernel = try NetlinkConnection(namespace: .named(ns.name)).defaultRoutes()
             #expect(kernel.isEmpty)
+        }
+    }
+
+    @Test func removingAPreferredSourceAddressFlushesRoutesOnOtherLinks() async throws {
+        try await withTestNamespace("prefsrc") { ns in
+            try ns.batch([
+                "link add veth0 type veth peer name veth1", "link set veth1 up", "link set veth0 up",
+                "link add veth2 type veth peer name veth3", "link set veth3 up", "link set veth2 up",
+                "address add 10.61.0.1/24 dev veth0", "address add 10.62.0.1/24 dev veth2",
+                "route add default via 10.61.0.254 dev veth0 src 10.62.0.1",
+            ])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            #expect(subscription.state.defaultRoutes.count == 1)
+            try ns.ip("address", "del", "10.62.0.1/24", "dev", "veth2")
+            let kernel = try NetlinkConnection(namespace: .named(ns.name))
+            #expect(try kernel.defaultRoutes().isEmpty, "the kernel flushes the route that used the address")
+            #expect(eventually { subscription.state.defaultRoutes.isEmpty })
         }
     }
 
