@@ -35,6 +35,38 @@ public enum Change<Value: Sendable & Hashable>: Sendable, Hashable {
     }
 }
 
+extension RouteChange {
+    /// The route form of a change to a kept route.
+    init(_ change: Change<Route>) {
+        switch change {
+        case .new(let r): self = .new(r)
+        case .changed(let old, let new): self = .changed(old: old, new: new)
+        case .removed(let r): self = .removed(r)
+        }
+    }
+}
+
+/// Stores `value` under `key` and says what that changed: nil when an equal value was there.
+func upsert<Key: Hashable, Value>(_ value: Value, at key: Key, in dictionary: inout [Key: Value]) -> Change<Value>? {
+    guard let old = dictionary.updateValue(value, forKey: key) else { return .new(value) }
+    return old == value ? nil : .changed(old: old, new: value)
+}
+
+/// Makes `dictionary` hold `current` where it held `previous` (a part of it), and returns the
+/// changes: removals first, then additions and updates.
+func replace<Key: Hashable, Value>(_ previous: [Key: Value], with current: [Key: Value],
+                                   in dictionary: inout [Key: Value]) -> [Change<Value>] {
+    var changes: [Change<Value>] = []
+    for (key, old) in previous where current[key] == nil {
+        dictionary[key] = nil
+        changes.append(.removed(old))
+    }
+    for (key, value) in current {
+        if let change = upsert(value, at: key, in: &dictionary) { changes.append(change) }
+    }
+    return changes
+}
+
 /// A change to a route.
 ///
 /// The subscription keeps the default routes only (a full table can hold a million routes), so

@@ -187,7 +187,7 @@ private final class RouteReceiver {
         }, me)
         let rc = withExtendedLifetime(self) { nl_recvmsgs(socket, callbacks) }
         // A reply cut short (an error before NLMSG_DONE) must not be read as the next request's.
-        if rc < 0 || kernelErrno != 0 || interrupted { drain(socket) }
+        if rc < 0 || kernelErrno != 0 || interrupted { drainDescriptor(nl_socket_get_fd(socket)) }
         if kernelErrno != 0 {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: kernelErrno, context: context)
         }
@@ -196,13 +196,13 @@ private final class RouteReceiver {
     }
 }
 
-/// Reads and throws away whatever waits on a request socket.
-private func drain(_ socket: OpaquePointer) {
-    let fd = nl_socket_get_fd(socket)
+/// Reads and throws away whatever waits on a netlink socket, without blocking. A pending
+/// ENOBUFS is consumed too (the caller is about to re-read the state anyway).
+func drainDescriptor(_ fd: Int32) {
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     while true {
         let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-        if n > 0 || (n < 0 && errno == EINTR) { continue }
+        if n > 0 || (n < 0 && (errno == EINTR || errno == ENOBUFS)) { continue }
         return
     }
 }

@@ -274,16 +274,11 @@ final class SubscriptionEngine: @unchecked Sendable {
             removeLink(index: link.index, lastSeen: link)
             return
         }
-        guard let old = state.links[link.index] else {
-            state.links[link.index] = link
-            batch.append(.link(.new(link)))
-            return
-        }
-        guard old != link else { return }
-        state.links[link.index] = link
-        batch.append(.link(.changed(old: old, new: link)))
+        guard let change = upsert(link, at: link.index, in: &state.links) else { return }
+        batch.append(.link(change))
         let reachability: InterfaceFlags = [.up, .running, .lowerUp]
-        if old.flags.intersection(reachability) != link.flags.intersection(reachability) || old.operState != link.operState {
+        if case .changed(let old, _) = change,
+           old.flags.intersection(reachability) != link.flags.intersection(reachability) || old.operState != link.operState {
             linksToReconcile.insert(link.index)
         }
     }
@@ -319,14 +314,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             }
             return
         }
-        if let old = state.addresses[key] {
-            guard old != address else { return }
-            state.addresses[key] = address
-            batch.append(.address(.changed(old: old, new: address)))
-        } else {
-            state.addresses[key] = address
-            batch.append(.address(.new(address)))
-        }
+        if let change = upsert(address, at: key, in: &state.addresses) { batch.append(.address(change)) }
     }
 
     /// Handles a message before libnl's cache manager: route messages are consumed here.
@@ -374,15 +362,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             }
             return
         }
-        if let old = state.defaultRoutes[key] {
-            if old != route {
-                state.defaultRoutes[key] = route
-                batch.append(.route(.changed(old: old, new: route)))
-            }
-        } else {
-            state.defaultRoutes[key] = route
-            batch.append(.route(.new(route)))
-        }
+        if let change = upsert(route, at: key, in: &state.defaultRoutes) { batch.append(.route(RouteChange(change))) }
         if flags & NLM_F_APPEND != 0 || (route.family == .ipv6 && samePrefix.keys.contains { $0 != key }) {
             // An IPv6 append joins a multipath route; the kernel's dump says how.
             tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
@@ -440,21 +420,7 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     /// Makes `state.defaultRoutes` hold `current` where it held `previous`, reporting differences.
     private func apply(_ current: [Route.Key: Route], over previous: [Route.Key: Route]) {
-        for (key, old) in previous where current[key] == nil {
-            state.defaultRoutes[key] = nil
-            batch.append(.route(.removed(old)))
-        }
-        for (key, route) in current {
-            if let old = state.defaultRoutes[key] {
-                if old != route {
-                    state.defaultRoutes[key] = route
-                    batch.append(.route(.changed(old: old, new: route)))
-                }
-            } else {
-                state.defaultRoutes[key] = route
-                batch.append(.route(.new(route)))
-            }
-        }
+        batch += replace(previous, with: current, in: &state.defaultRoutes).map { .route(RouteChange($0)) }
     }
 
     private func dumpDefaultRoutes(filter: RouteFilter) throws(NetlinkError) -> [Route.Key: Route] {
@@ -469,7 +435,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func resynchronize(reason: ResynchronizationReason) {
         var lastError: NetlinkError?
         for _ in 0..<5 {
-            drainSocket()
+            drainDescriptor(nl_cache_mngr_get_fd(manager))
             do {
                 try nlCheck(nl_cache_resync(requests!.handle, linkCache, nil, nil), "re-read links")
                 try nlCheck(nl_cache_resync(requests!.handle, addressCache, nil, nil), "re-read addresses")
@@ -491,50 +457,17 @@ final class SubscriptionEngine: @unchecked Sendable {
         stopRequested.store(true, ordering: .releasing)
     }
 
-    private func drainSocket() {
-        let fd = nl_cache_mngr_get_fd(manager)
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if n > 0 { continue }
-            if n < 0 && (errno == EINTR || errno == ENOBUFS) { continue }
-            return
-        }
-    }
-
     private func diffLinks(_ current: [Int32: Link]) {
         for (index, old) in state.links where current[index] == nil {
             removeLink(index: index, lastSeen: old)
         }
         for (index, link) in current {
-            if let old = state.links[index] {
-                if old != link {
-                    state.links[index] = link
-                    batch.append(.link(.changed(old: old, new: link)))
-                }
-            } else {
-                state.links[index] = link
-                batch.append(.link(.new(link)))
-            }
+            if let change = upsert(link, at: index, in: &state.links) { batch.append(.link(change)) }
         }
     }
 
     private func diffAddresses(_ current: [InterfaceAddress.Key: InterfaceAddress]) {
-        for (key, old) in state.addresses where current[key] == nil {
-            state.addresses[key] = nil
-            batch.append(.address(.removed(old)))
-        }
-        for (key, address) in current {
-            if let old = state.addresses[key] {
-                if old != address {
-                    state.addresses[key] = address
-                    batch.append(.address(.changed(old: old, new: address)))
-                }
-            } else {
-                state.addresses[key] = address
-                batch.append(.address(.new(address)))
-            }
-        }
+        batch += replace(state.addresses, with: current, in: &state.addresses).map { .address($0) }
     }
 
     private func linksFromCache() -> [Int32: Link] {
