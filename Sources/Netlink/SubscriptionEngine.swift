@@ -229,8 +229,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             // (found by a filtered dump) follow in a second batch.
             flush()
             guard !stopRequested.load(ordering: .acquiring) else { break }
-            reconcileMarkedLinks()
-            reconcileMarkedTables()
+            reconcileMarked()
             flush()
         }
         publisher.terminate(.stopped)
@@ -377,40 +376,20 @@ final class SubscriptionEngine: @unchecked Sendable {
         var table: RouteTable
     }
 
-    /// Re-reads the default routes of tables where a message was ambiguous (see
-    /// `defaultRouteMessage`). The kernel filters the dump by table.
-    private func reconcileMarkedTables() {
-        guard !tablesToReconcile.isEmpty else { return }
-        let marked = tablesToReconcile
-        tablesToReconcile.removeAll()
-        for table in marked {
-            do {
-                let current = try dumpDefaultRoutes(filter: RouteFilter(family: table.family, table: table.table, defaultOnly: true))
-                apply(current, over: state.defaultRoutes.filter { $0.value.family == table.family && $0.value.table == table.table })
-            } catch {
-                resynchronize(reason: .error(error))
-                return
-            }
-        }
-    }
-
-    /// Re-reads the default routes through links whose state changed: the kernel flushes routes
-    /// of a link that goes down, and marks them `linkdown` when the carrier goes, without telling
-    /// anyone (libnl #340, #418). A dump filtered by output link costs a few messages.
-    private func reconcileMarkedLinks() {
-        guard !linksToReconcile.isEmpty else { return }
-        let marked = linksToReconcile
+    /// Re-reads the default routes that a change may have touched without a notification:
+    /// through links whose state changed (the kernel flushes routes of a link that goes down,
+    /// and marks them `linkdown` when the carrier goes, without telling anyone: libnl #340,
+    /// #418), and in tables where a message was ambiguous (see `defaultRouteMessage`). Each is a
+    /// dump the kernel filters by output link or table, a few messages.
+    private func reconcileMarked() {
+        guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty else { return }
+        let filters = linksToReconcile.map { RouteFilter(outputLinkIndex: $0, defaultOnly: true) }
+            + tablesToReconcile.map { RouteFilter(family: $0.family, table: $0.table, defaultOnly: true) }
         linksToReconcile.removeAll()
-        for index in marked {
+        tablesToReconcile.removeAll()
+        for filter in filters {
             do {
-                let current: [Route.Key: Route]
-                do {
-                    current = try dumpDefaultRoutes(filter: RouteFilter(outputLinkIndex: index, defaultOnly: true))
-                } catch where error.systemErrno == ENODEV {
-                    current = [:]  // the link went away meanwhile: none of its routes remain
-                }
-                let previous = state.defaultRoutes.filter { $0.value.uses(linkIndex: index) }
-                apply(current, over: previous)
+                try reread(filter)
             } catch {
                 resynchronize(reason: .error(error))
                 return
@@ -418,8 +397,16 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
     }
 
-    /// Makes `state.defaultRoutes` hold `current` where it held `previous`, reporting differences.
-    private func apply(_ current: [Route.Key: Route], over previous: [Route.Key: Route]) {
+    /// Dumps the default routes that `filter` selects and makes the kept ones that it selects
+    /// equal to them, reporting the differences.
+    private func reread(_ filter: RouteFilter) throws(NetlinkError) {
+        let current: [Route.Key: Route]
+        do {
+            current = try dumpDefaultRoutes(filter: filter)
+        } catch where filter.outputLinkIndex != nil && error.systemErrno == ENODEV {
+            current = [:]  // the link went away meanwhile: none of its routes remain
+        }
+        let previous = state.defaultRoutes.filter { filter.matches($0.value) }
         batch += replace(previous, with: current, in: &state.defaultRoutes).map { .route(RouteChange($0)) }
     }
 
@@ -439,10 +426,9 @@ final class SubscriptionEngine: @unchecked Sendable {
             do {
                 try nlCheck(nl_cache_resync(requests!.handle, linkCache, nil, nil), "re-read links")
                 try nlCheck(nl_cache_resync(requests!.handle, addressCache, nil, nil), "re-read addresses")
-                let routes = try dumpDefaultRoutes(filter: .defaultRoutes)
                 diffLinks(linksFromCache())
                 diffAddresses(addressesFromCache())
-                apply(routes, over: state.defaultRoutes)
+                try reread(.defaultRoutes)
                 linksToReconcile.removeAll()
                 tablesToReconcile.removeAll()
                 batch.append(.resynchronized(reason))
