@@ -31,7 +31,6 @@ struct EventsCommand: AsyncParsableCommand {
             let observation = subscription.observe(onTermination: { continuation.resume(returning: $0) }) { event in
                 printer.print(event, names: subscription.state)
             }
-            withExtendedLifetime(observation) {}
             EventsCommand.keepAlive.withLock { $0 = observation }
         }
         Output.error(ended.description)

@@ -36,10 +36,10 @@ struct LinksCommand: ParsableCommand {
         }
         for link in links {
             let type = InterfaceType(arphrdType: link.arphrdType)
-            let state2 = link.isRunning ? "running" : link.isUp ? "up, no carrier" : "down"
+            let condition = link.isRunning ? "running" : link.isUp ? "up, no carrier" : "down"
             var line = "\(link.index): \(link.name)  \(type)"
             if let kind = link.kind { line += " (\(kind))" }
-            line += "  \(state2)  operstate \(link.operState)"
+            line += "  \(condition)  operstate \(link.operState)"
             Output.line(line)
             for address in state.addresses(ofLink: link.index) {
                 Output.line("    \(address.cidr)  scope \(address.scope)")
