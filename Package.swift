@@ -35,7 +35,8 @@ let package = Package(
         // Test bed: uniquely named network namespaces that tests build and always delete.
         .target(name: "NetnsTestSupport", path: "Tests/NetnsTestSupport"),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "NetnsTestSupport"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "NetnsTestSupport"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

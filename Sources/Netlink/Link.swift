@@ -143,6 +143,11 @@ public struct ARPHRDType: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let sit = ARPHRDType(rawValue: 776)
     /// GRE over IP. The corresponding C constant is `ARPHRD_IPGRE`.
     public static let ipGRE = ARPHRDType(rawValue: 778)
+    /// Raw 802.11 frames. The corresponding C constant is `ARPHRD_IEEE80211`.
+    public static let ieee80211 = ARPHRDType(rawValue: 801)
+    /// 802.11 with a Prism header (old monitor mode). The corresponding C constant is
+    /// `ARPHRD_IEEE80211_PRISM`.
+    public static let ieee80211Prism = ARPHRDType(rawValue: 802)
     /// 802.11 with a radiotap header (monitor mode). The corresponding C constant is
     /// `ARPHRD_IEEE80211_RADIOTAP`.
     public static let ieee80211Radiotap = ARPHRDType(rawValue: 803)
@@ -156,7 +161,7 @@ public struct ARPHRDType: RawRepresentable, Sendable, Hashable, CustomStringConv
 
     static let names: [UInt16: String] = [
         1: "ether", 32: "infiniband", 280: "can", 512: "ppp", 519: "rawip", 768: "ipip",
-        769: "tunnel6", 772: "loopback", 776: "sit", 778: "gre", 803: "ieee802.11/radiotap",
+        769: "tunnel6", 772: "loopback", 776: "sit", 778: "gre", 801: "ieee802.11", 802: "ieee802.11/prism", 803: "ieee802.11/radiotap",
         823: "ip6gre", 65534: "none", 0xFFFF: "void",
     ]
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Netlink
+import Reachability
 import Synchronization
 
 /// `reach events`: every link, address and route change of a namespace, one line each.
@@ -23,8 +24,10 @@ struct EventsCommand: AsyncParsableCommand {
     private static let keepAlive = Mutex<NetlinkObservation?>(nil)
 
     func run() async throws {
-        let subscription = try NetlinkSubscription.shared(namespace: try namespaceOption.namespace())
-        let printer = EventPrinter(json: json)
+        let namespace = try namespaceOption.namespace()
+        let subscription = try NetlinkSubscription.shared(namespace: namespace)
+        let printer = EventPrinter(json: json, classifier: LinkClassificationCache(
+            source: .live(namespace), policy: try ConstrainedLinkPolicy.system()))
         // Lines are printed straight from the subscription's delivery queue: one hop from the
         // netlink thread, no wait for a task to be scheduled.
         let ended: NetlinkError = await withCheckedContinuation { continuation in
@@ -41,11 +44,16 @@ struct EventsCommand: AsyncParsableCommand {
 /// Turns events into lines.
 struct EventPrinter: Sendable {
     let json: Bool
+    /// Classifies links for their `type` and `kind`; reads sysfs only for new or renamed links.
+    let classifier: LinkClassificationCache
 
     func print(_ event: NetlinkEvent, names state: NetworkState) {
         switch event {
         case .snapshot(let snapshot):
-            for link in snapshot.sortedLinks { emit("present", "link", link.json, human: describe(link)) }
+            let classifications = classifier.classifications(of: Array(snapshot.links.values))
+            for link in snapshot.sortedLinks {
+                emit("present", "link", link.json(classification(link, classifications)), human: describe(link))
+            }
             for address in snapshot.addresses.values.sorted(by: { ($0.linkIndex, $0.address) < ($1.linkIndex, $1.address) }) {
                 emit("present", "address", address.json, human: describe(address, state: snapshot))
             }
@@ -53,10 +61,12 @@ struct EventPrinter: Sendable {
             line(json ? header("synchronized", nil).serialized : "synchronized")
         case .link(let change):
             switch change {
-            case .new(let link): emit("new", "link", link.json, human: describe(link))
-            case .removed(let link): emit("removed", "link", link.json, human: describe(link))
+            case .new(let link): emit("new", "link", json(link, state), human: describe(link))
+            case .removed(let link): emit("removed", "link", json(link, state), human: describe(link))
             case .changed(let old, let new):
-                emit("changed", "link", new.json, old: old.json, human: describe(new) + "  (was " + linkDifference(old, new) + ")")
+                let classification = self.classification(new, state)
+                emit("changed", "link", new.json(classification), old: old.json(classification),
+                     human: describe(new) + "  (was " + linkDifference(old, new) + ")")
             }
         case .address(let change):
             switch change {
@@ -94,6 +104,23 @@ struct EventPrinter: Sendable {
     }
 
     private func header(_ event: String, _ object: String?) -> JSON { .object(header(event, object)) }
+
+    /// The link's JSON with its classification among the namespace's links.
+    private func json(_ link: Link, _ state: NetworkState) -> JSON {
+        json ? link.json(classification(link, state)) : .null
+    }
+
+    /// The link's classification among the namespace's links; a removed link is classified
+    /// with them one last time (its sysfs facts are still cached).
+    private func classification(_ link: Link, _ state: NetworkState) -> LinkClassification {
+        var links = state.links
+        if links[link.index] == nil { links[link.index] = link }
+        return classification(link, classifier.classifications(of: links.values))
+    }
+
+    private func classification(_ link: Link, _ classifications: [Int32: LinkClassification]) -> LinkClassification {
+        classifications[link.index] ?? LinkClassifier.classify(LinkFacts(link: link))
+    }
 
     private func line(_ text: String) { Output.line(text) }
 

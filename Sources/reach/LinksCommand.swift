@@ -6,44 +6,61 @@ import Reachability
 struct LinksCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "links",
-        abstract: "List the links of a namespace with their type, state and addresses.")
+        abstract: "List the links of a namespace with their type, state and addresses.",
+        discussion: """
+            The type and kind come from the link classifier: rtnetlink facts plus sysfs (the \
+            namespace's own sysfs, or the tree given by --sysfs-root). Links matching the rules \
+            in REACH_CONSTRAINED_LINKS (or the file REACH_CONSTRAINED_LINKS_FILE, or \
+            /etc/reach/constrained-links) are reported as constrained.
+            """)
 
     @Flag(help: "Print one JSON array.")
     var json = false
 
     @OptionGroup var namespaceOption: NamespaceOption
 
-    @Option(name: .customLong("sysfs-root"), help: ArgumentHelp("Root of the sysfs tree to read link facts from.", valueName: "DIR"))
-    var sysfsRoot: String = "/sys"
+    @OptionGroup var sysfsOption: SysfsOption
 
     func run() throws {
-        let connection = try NetlinkConnection(namespace: try namespaceOption.namespace())
+        let namespace = try namespaceOption.namespace()
+        let connection = try NetlinkConnection(namespace: namespace)
         let state = NetworkState(links: try connection.links(), addresses: try connection.addresses(), defaultRoutes: [])
-        let links = state.sortedLinks
+        let classifier = LinkClassificationCache(source: sysfsOption.source(namespace: namespace),
+                                                 policy: try ConstrainedLinkPolicy.system())
+        let classifications = classifier.classifications(of: Array(state.links.values))
+        let links = state.sortedLinks.map { ($0, classifications[$0.index] ?? LinkClassifier.classify(LinkFacts(link: $0))) }
         if json {
-            Output.line(JSON.array(links.map { link in
-                let type = InterfaceType(arphrdType: link.arphrdType)
-                return JSON.object([
-                    ("name", .string(link.name)), ("index", .int(link.index)),
-                    ("type", .string(type.description)), ("kind", .string(link.kind)),
+            Output.line(JSON.array(links.map { link, classification in
+                JSON.object([("name", .string(link.name)), ("index", .int(link.index))]
+                    + classification.jsonFields(infoKind: link.kind) + [
                     ("arphrd", .int(link.arphrdType.rawValue)), ("operState", .string(link.operState.description)),
                     ("up", .bool(link.isUp)), ("running", .bool(link.isRunning)),
-                    ("expensive", .bool(false)),
                     ("addresses", .array(state.addresses(ofLink: link.index).map { .string($0.cidr) })),
                 ])
             }).serialized)
             return
         }
-        for link in links {
-            let type = InterfaceType(arphrdType: link.arphrdType)
+        for (link, classification) in links {
             let condition = link.isRunning ? "running" : link.isUp ? "up, no carrier" : "down"
-            var line = "\(link.index): \(link.name)  \(type)"
-            if let kind = link.kind { line += " (\(kind))" }
-            line += "  \(condition)  operstate \(link.operState)"
-            Output.line(line)
+            Output.line("\(link.index): \(link.name)  \(classification)  \(condition)  operstate \(link.operState)")
             for address in state.addresses(ofLink: link.index) {
                 Output.line("    \(address.cidr)  scope \(address.scope)")
             }
         }
+    }
+}
+
+/// The `--sysfs-root` option of the commands that classify links.
+struct SysfsOption: ParsableArguments {
+    @Option(name: .customLong("sysfs-root"),
+            help: ArgumentHelp("Root of the sysfs tree to read link facts from (default: the namespace's own /sys).", valueName: "DIR"))
+    var sysfsRoot: String = "/sys"
+
+    func source(namespace: NetworkNamespace) -> SysfsSource {
+        SysfsSource(root: sysfsRoot, namespace: namespace)
+    }
+
+    func validate() throws {
+        guard !sysfsRoot.isEmpty else { throw ValidationError("--sysfs-root must not be empty") }
     }
 }

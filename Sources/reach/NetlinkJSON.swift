@@ -3,16 +3,29 @@ import Reachability
 
 /// The JSON forms of the Netlink values, shared by `links` and `events`.
 extension Link {
-    var json: JSON {
+    /// The link with the classifier's answer: `type`, `kind` (a ``LinkKind``), `infoKind` (the
+    /// rtnetlink kind), `expensive`, `transient`, `virtual`, `constrained` and `evidence`.
+    func json(_ classification: LinkClassification) -> JSON {
         .object([
             ("name", .string(name)), ("index", .int(index)),
-            ("type", .string(InterfaceType(arphrdType: arphrdType).description)),
-            ("kind", .string(kind)), ("arphrd", .int(arphrdType.rawValue)),
+        ] + classification.jsonFields(infoKind: kind) + [
+            ("arphrd", .int(arphrdType.rawValue)),
             ("operState", .string(operState.description)), ("up", .bool(isUp)), ("running", .bool(isRunning)),
             ("flags", .array(flags.names.map(JSON.string))), ("carrier", carrier.map(JSON.bool) ?? .null),
             ("mtu", .int(mtu)), ("hardwareAddress", .string(hardwareAddress?.description)),
             ("master", .int(masterIndex)), ("link", .int(lowerLinkIndex)), ("linkNetnsid", .int(linkNamespaceID)),
         ])
+    }
+}
+
+extension LinkClassification {
+    /// The classification fields that `links` and `events` share.
+    func jsonFields(infoKind: String?) -> [(String, JSON)] {
+        [
+            ("type", .string(type.description)), ("kind", .string(kind.rawValue)), ("infoKind", .string(infoKind)),
+            ("expensive", .bool(isExpensive)), ("transient", .bool(isTransient)), ("virtual", .bool(isVirtual)),
+            ("constrained", .bool(isConstrained)), ("evidence", .string(evidence.description)),
+        ]
     }
 }
 

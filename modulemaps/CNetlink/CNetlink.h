@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mount.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
@@ -70,6 +71,25 @@ static inline int cnetlink_setns_net(int fd, int *saved_errno) {
     int rc = setns(fd, CLONE_NEWNET);
     *saved_errno = rc < 0 ? errno : 0;
     return rc;
+}
+
+/// glibc's declaration of unshare(2), visible only under _GNU_SOURCE (see the top of this file).
+extern int unshare(int flags);
+
+/// Gives the calling thread a private mount namespace whose `/sys` shows the network namespace
+/// behind `netns_fd`: unshare the mount namespace, make every mount a slave (so nothing mounted
+/// here propagates back to the host), join the network namespace, then mount a fresh, read-only
+/// sysfs over `/sys`. A sysfs mount lists the links of the network namespace of the task that
+/// mounted it, which is why `ip netns exec` does the same. The mount namespace dies with the
+/// thread. Returns the step that failed (1 to 4) or 0; `errno` is read here, at once.
+static inline int cnetlink_enter_namespace_sysfs(int netns_fd, int *saved_errno) {
+    int step = 0;
+    if (unshare(CLONE_NEWNS) != 0) step = 1;
+    else if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) step = 2;
+    else if (setns(netns_fd, CLONE_NEWNET) != 0) step = 3;
+    else if (mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) step = 4;
+    *saved_errno = step ? errno : 0;
+    return step;
 }
 
 /// Names the calling thread (at most 15 bytes are kept), for `top -H`, `gdb` and crash reports.

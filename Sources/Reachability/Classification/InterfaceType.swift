@@ -1,5 +1,3 @@
-import Netlink
-
 /// The kind of network a link leads to, with the names and raw values of Network.framework's
 /// `NWInterface.InterfaceType`.
 public enum InterfaceType: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -22,17 +20,6 @@ public enum InterfaceType: Int, Sendable, Hashable, CaseIterable, CustomStringCo
         case .cellular: return "cellular"
         case .wiredEthernet: return "wiredEthernet"
         case .loopback: return "loopback"
-        }
-    }
-
-    /// The type that the link-layer type alone suggests: loopback for `ARPHRD_LOOPBACK`, wired
-    /// Ethernet for `ARPHRD_ETHER`, other for the rest. This is weak evidence (a Wi-Fi card and
-    /// a veth are both `ARPHRD_ETHER`); the full classifier weighs the rtnetlink kind and sysfs.
-    public init(arphrdType: ARPHRDType) {
-        switch arphrdType {
-        case .loopback: self = .loopback
-        case .ether: self = .wiredEthernet
-        default: self = .other
         }
     }
 }

@@ -1,0 +1,128 @@
+import Foundation
+
+/// Which links count as constrained: user policy, since Linux has no Low Data Mode.
+///
+/// NWPath's `isConstrained` reflects a user's Low Data Mode. Linux has nothing like it, so this
+/// library never guesses: a link is constrained when a rule here matches it. Rules are written
+/// as text, one per entry, separated by commas, whitespace or new lines, with `#` comments:
+///
+/// - `NAME-PATTERN`: a shell pattern on the link name (`wwan*`, `usb0`, `wlx00c0ca*`);
+/// - `type:TYPE`: every link of an ``InterfaceType`` (`type:cellular`);
+/// - `kind:KIND`: every link of a ``LinkKind`` (`kind:bluetooth`).
+///
+/// ``system(environment:)`` reads the rules from the environment variable
+/// `REACH_CONSTRAINED_LINKS`, or else from the file named by `REACH_CONSTRAINED_LINKS_FILE`,
+/// or else from `/etc/reach/constrained-links` if it exists.
+public struct ConstrainedLinkPolicy: Sendable, Hashable {
+    /// One rule.
+    public enum Rule: Sendable, Hashable, CustomStringConvertible {
+        /// Links whose name matches a shell pattern (`fnmatch(3)`).
+        case name(String)
+        /// Links of this type.
+        case type(InterfaceType)
+        /// Links of this kind.
+        case kind(LinkKind)
+
+        /// The rule as it is written: `wwan*`, `type:cellular`, `kind:bluetooth`.
+        public var description: String {
+            switch self {
+            case .name(let pattern): return pattern
+            case .type(let type): return "type:\(type)"
+            case .kind(let kind): return "kind:\(kind)"
+            }
+        }
+    }
+
+    /// A rule that could not be read.
+    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The offending entry.
+        public var entry: String
+        /// Where the rules came from (`REACH_CONSTRAINED_LINKS`, a file path).
+        public var source: String
+        /// Such as `REACH_CONSTRAINED_LINKS: unknown type "fast" in "type:fast"`.
+        public var description: String
+    }
+
+    /// The rules; a link is constrained when any matches.
+    public var rules: [Rule]
+
+    /// A policy with these rules.
+    public init(rules: [Rule] = []) {
+        self.rules = rules
+    }
+
+    /// No link is constrained.
+    public static let none = ConstrainedLinkPolicy()
+
+    /// The environment variable with the rules.
+    public static let environmentVariable = "REACH_CONSTRAINED_LINKS"
+    /// The environment variable naming a file with the rules.
+    public static let fileEnvironmentVariable = "REACH_CONSTRAINED_LINKS_FILE"
+    /// The file read when neither variable is set.
+    public static let defaultFile = "/etc/reach/constrained-links"
+
+    /// Reads rules from text (see the type's documentation for the syntax).
+    /// - Parameter source: Names the origin of `text` in errors.
+    /// - Throws: ``ParseError`` for an unknown type or kind, or a pattern that is empty after
+    ///   its prefix, or longer than 255 bytes.
+    public init(parsing text: String, source: String = "rules") throws(ParseError) {
+        var rules: [Rule] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            for entry in content.split(whereSeparator: { $0 == "," || $0.isWhitespace }) {
+                rules.append(try Self.rule(String(entry), source: source))
+            }
+        }
+        self.rules = rules
+    }
+
+    /// The policy the environment and configuration give: `REACH_CONSTRAINED_LINKS`, else the
+    /// file named by `REACH_CONSTRAINED_LINKS_FILE`, else `/etc/reach/constrained-links` if it
+    /// exists, else ``none``.
+    /// - Throws: ``ParseError`` for a malformed rule, or a named file that cannot be read.
+    public static func system(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) -> ConstrainedLinkPolicy {
+        if let text = environment[environmentVariable] {
+            return try ConstrainedLinkPolicy(parsing: text, source: environmentVariable)
+        }
+        let path = environment[fileEnvironmentVariable] ?? defaultFile
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if environment[fileEnvironmentVariable] == nil { return .none }
+            throw ParseError(entry: path, source: fileEnvironmentVariable,
+                             description: "\(fileEnvironmentVariable): cannot read \(path)")
+        }
+        return try ConstrainedLinkPolicy(parsing: String(decoding: data, as: UTF8.self), source: path)
+    }
+
+    /// Whether a link with this name, type and kind is constrained.
+    public func isConstrained(name: String, type: InterfaceType, kind: LinkKind) -> Bool {
+        rules.contains { rule in
+            switch rule {
+            case .name(let pattern): return fnmatch(pattern, name, 0) == 0
+            case .type(let ruleType): return ruleType == type
+            case .kind(let ruleKind): return ruleKind == kind
+            }
+        }
+    }
+
+    static func rule(_ entry: String, source: String) throws(ParseError) -> Rule {
+        func failure(_ why: String) -> ParseError {
+            ParseError(entry: entry, source: source, description: "\(source): \(why) in \"\(entry)\"")
+        }
+        if entry.hasPrefix("type:") {
+            let name = entry.dropFirst("type:".count)
+            guard let type = InterfaceType.allCases.first(where: { $0.description == name }) else {
+                throw failure("unknown type \"\(name)\" (known: \(InterfaceType.allCases.map(\.description).joined(separator: ", ")))")
+            }
+            return .type(type)
+        }
+        if entry.hasPrefix("kind:") {
+            let name = entry.dropFirst("kind:".count)
+            guard let kind = LinkKind(rawValue: String(name)) else {
+                throw failure("unknown kind \"\(name)\" (known: \(LinkKind.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            return .kind(kind)
+        }
+        guard entry.utf8.count <= 255 else { throw failure("a name pattern longer than 255 bytes") }
+        return .name(entry)
+    }
+}

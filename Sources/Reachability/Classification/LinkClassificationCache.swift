@@ -1,0 +1,124 @@
+import Netlink
+import Synchronization
+
+/// Where a ``LinkClassificationCache`` reads sysfs facts.
+public enum SysfsSource: Sendable, Hashable {
+    /// The live `/sys` as seen from a network namespace. For a namespace other than the
+    /// current one this mounts a private sysfs for it (`NetworkNamespace.withSysfs(_:)`),
+    /// which needs `CAP_SYS_ADMIN`; without it the links get no sysfs evidence. An entry whose
+    /// `IFINDEX` disagrees with the link (renamed in between) is ignored.
+    case live(NetworkNamespace)
+    /// A sysfs tree under a directory, such as a fixture (`reach --sysfs-root DIR`). It is read
+    /// as it is, whatever the namespace.
+    case tree(root: String)
+
+    /// `.tree(root:)` for any root but `/sys`, else `.live(namespace)`.
+    public init(root: String, namespace: NetworkNamespace) {
+        self = root == "/sys" ? .live(namespace) : .tree(root: root)
+    }
+}
+
+/// Classifies the links of one namespace and keeps the answers.
+///
+/// A link's sysfs facts are read once and kept until its name, rtnetlink kind, link type or
+/// master changes, or until ``invalidate(linkIndex:)``. Classifications are recomputed only
+/// when some link's facts changed (a stacked link depends on its lower links and ports); a call
+/// with unchanged links returns the kept answers without touching sysfs. Thread-safe.
+public final class LinkClassificationCache: Sendable {
+    /// Where sysfs facts come from.
+    public let source: SysfsSource
+    /// The constrained-link policy applied to every answer.
+    public let policy: ConstrainedLinkPolicy
+
+    private struct State {
+        var sysfs: [Int32: (key: LinkFacts.SysfsKey, facts: SysfsFacts)] = [:]
+        var facts: [Int32: LinkFacts] = [:]
+        var classifications: [Int32: LinkClassification] = [:]
+        var sysfsReads = 0
+        var lastSysfsError: NetlinkError?
+    }
+    private let state = Mutex(State())
+
+    /// A cache reading sysfs from `source` and applying `policy`.
+    public init(source: SysfsSource = .live(.current), policy: ConstrainedLinkPolicy = .none) {
+        self.source = source
+        self.policy = policy
+    }
+
+    /// The classification of every link in `links`, by interface index. Links absent from
+    /// `links` are forgotten.
+    public func classifications(of links: some Collection<Link>) -> [Int32: LinkClassification] {
+        let stale = state.withLock { state in
+            links.filter { state.sysfs[$0.index]?.key != Self.sysfsKey($0) }
+        }
+        let read = stale.isEmpty ? (facts: [:], error: nil) : readSysfs(of: stale)
+        return state.withLock { state in
+            for link in stale { state.sysfs[link.index] = (Self.sysfsKey(link), read.facts[link.index] ?? .absent) }
+            if !stale.isEmpty {
+                state.sysfsReads += 1
+                state.lastSysfsError = read.error
+            }
+            var current: [Int32: LinkFacts] = [:]
+            for link in links {
+                current[link.index] = LinkFacts(link: link, sysfs: state.sysfs[link.index]?.facts ?? .absent)
+            }
+            if current != state.facts {
+                state.sysfs = state.sysfs.filter { current[$0.key] != nil }
+                state.facts = current
+                state.classifications = LinkClassifier.classify(current.values, policy: policy)
+            }
+            return state.classifications
+        }
+    }
+
+    /// The classification of one link among `links` (its namespace's links, which stacked
+    /// links are resolved against), or `nil` if it is not among them.
+    public func classification(of link: Link, among links: some Collection<Link>) -> LinkClassification? {
+        classifications(of: links)[link.index]
+    }
+
+    /// Forgets the sysfs facts of one link, or of every link when `linkIndex` is `nil`, so the
+    /// next call reads them again (after a driver was bound, say: sysfs changes that rtnetlink
+    /// does not announce).
+    public func invalidate(linkIndex: Int32? = nil) {
+        state.withLock { state in
+            if let linkIndex { state.sysfs[linkIndex] = nil } else { state.sysfs = [:] }
+            state.facts = [:]
+        }
+    }
+
+    /// How many times sysfs was read (one read covers every link that needed it).
+    public var sysfsReadCount: Int { state.withLock { $0.sysfsReads } }
+
+    /// Why the last sysfs read gave no evidence, if it failed as a whole (a namespace without
+    /// `CAP_SYS_ADMIN`, say); `nil` after a successful read.
+    public var lastSysfsError: NetlinkError? { state.withLock { $0.lastSysfsError } }
+
+    private static func sysfsKey(_ link: Link) -> LinkFacts.SysfsKey {
+        .init(name: link.name, kind: link.kind, masterIndex: link.masterIndex, arphrdType: link.arphrdType)
+    }
+
+    private func readSysfs(of links: [Link]) -> (facts: [Int32: SysfsFacts], error: NetlinkError?) {
+        let wanted = links.map { ($0.index, $0.name) }
+        switch source {
+        case .tree(let root):
+            let reader = SysfsReader(root: root)
+            return (Dictionary(wanted.map { ($0.0, reader.facts(forLinkNamed: $0.1)) }, uniquingKeysWith: { first, _ in first }), nil)
+        case .live(let namespace):
+            do {
+                let facts = try namespace.withSysfs { root in
+                    let reader = SysfsReader(root: root)
+                    return Dictionary(wanted.map { index, name in
+                        let facts = reader.facts(forLinkNamed: name)
+                        // A rename between the netlink read and this one: not this link's entry.
+                        let stale = facts.interfaceIndex.map { $0 != index } ?? false
+                        return (index, stale ? SysfsFacts.absent : facts)
+                    }, uniquingKeysWith: { first, _ in first })
+                }
+                return (facts, nil)
+            } catch {
+                return ([:], error)
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import Netlink
+
+/// The pure classifier: ``LinkFacts`` in, ``LinkClassification`` out, no I/O.
+///
+/// The evidence is weighed in this order; the first rule that matches decides
+/// (the article <doc:LinkClassification> gives the reason for each):
+///
+/// 1. A radio in sysfs: `phy80211`, `wireless/`, or `DEVTYPE=wlan` is Wi-Fi; `DEVTYPE=wwan`
+///    is cellular. This outranks the rtnetlink kind.
+/// 2. `ARPHRD_LOOPBACK` is loopback.
+/// 3. Cellular without a radio `DEVTYPE`: the rtnetlink kind `wwan` (the kernel's WWAN
+///    framework) or `rmnet`, `ARPHRD_RAWIP`, a modem driver (``modemDrivers``), or a parent
+///    device in the WWAN class.
+/// 4. A known rtnetlink kind (``LinkKind/init(rtnetlinkKind:)``): veth, bridge, tun, ...
+/// 5. Any other `DEVTYPE` that names a kind: `bluetooth`, `ppp`, `bridge`, `bond`, `vlan`, ...
+/// 6. The link-layer type: PPP, InfiniBand, CAN, IEEE 802.11 monitor headers, IP tunnels.
+/// 7. An Ethernet link with a parent device is wired Ethernet (expensive behind a tethering
+///    driver, ``tetheringDrivers``); a parent device with another link type is other.
+/// 8. Only when sysfs gave no evidence at all, for an Ethernet link with no rtnetlink kind:
+///    the name prefix `wl` (Wi-Fi), `ww` (cellular), `en` or `eth` (wired).
+/// 9. Otherwise other.
+///
+/// Then, over a whole set of links (``classify(_:policy:)``), stacked links take the type of
+/// what is under them: a VLAN or macvlan the type of its lower link, a bridge or bond the type
+/// its ports agree on (ports with no type, like the veths and taps of containers and virtual
+/// machines, do not vote). A bridge or veth with no such evidence is ``InterfaceType/other``.
+public enum LinkClassifier {
+    /// Drivers of cellular modems' network links. Most also set `DEVTYPE=wwan` (usbnet's
+    /// `FLAG_WWAN`); the list catches those that do not and older kernels.
+    public static let modemDrivers: Set<String> = [
+        "qmi_wwan", "cdc_mbim", "huawei_cdc_ncm", "sierra_net", "mhi_net", "ipa", "iosm",
+        "mtk_t7xx", "hso", "kalmia", "GobiNet", "qmi_wwan_q",
+    ]
+
+    /// Drivers of USB tethering to a phone: wired links whose upstream is cellular, so
+    /// expensive. `ipheth` is Apple's iPhone tethering, `rndis_host` Android's (RNDIS).
+    public static let tetheringDrivers: Set<String> = ["ipheth", "rndis_host"]
+
+    /// `DEVTYPE=` values, other than the radios, that name a kind.
+    static let deviceTypeKinds: [String: LinkKind] = [
+        "bluetooth": .bluetooth, "ppp": .ppp, "wireguard": .wireguard, "bridge": .bridge,
+        "bond": .bond, "vlan": .vlan, "vxlan": .overlay, "geneve": .overlay,
+    ]
+
+    /// rtnetlink kinds whose links have a parent device; every other known kind is virtual.
+    static let physicalKinds: Set<LinkKind> = [.wwan, .can, .infiniband]
+
+    /// Stacked links are followed at most this deep (the kernel allows 8, `MAX_NEST_DEV`).
+    static let maximumStackDepth = 16
+
+    /// Classifies one link from its own evidence. Stacked links (VLAN, macvlan, bridge, bond)
+    /// are ``InterfaceType/other`` here; ``classify(_:policy:)`` resolves them.
+    public static func classify(_ facts: LinkFacts) -> LinkClassification {
+        let sysfs = facts.sysfs
+        let virtual = isVirtual(facts)
+        func answer(_ kind: LinkKind, _ evidence: ClassificationEvidence, expensive: Bool = false) -> LinkClassification {
+            LinkClassification(type: kind.interfaceType, kind: kind,
+                               isExpensive: expensive || kind == .wwan || kind == .bluetooth,
+                               isTransient: kind.isTransient, isVirtual: virtual, evidence: evidence)
+        }
+        // 1. A radio in sysfs.
+        if sysfs.hasPhy80211 { return answer(.wifi, .phy80211) }
+        if sysfs.hasWirelessDirectory { return answer(.wifi, .wirelessDirectory) }
+        if sysfs.deviceType == "wlan" { return answer(.wifi, .deviceType("wlan")) }
+        if sysfs.deviceType == "wwan" { return answer(.wwan, .deviceType("wwan")) }
+        // 2. Loopback.
+        if facts.arphrdType == .loopback { return answer(.loopback, .linkType(.loopback)) }
+        // 3. Cellular without a radio DEVTYPE.
+        if let kind = facts.kind, LinkKind(rtnetlinkKind: kind) == .wwan { return answer(.wwan, .rtnetlinkKind(kind)) }
+        if facts.arphrdType == .rawIP { return answer(.wwan, .linkType(.rawIP)) }
+        if let driver = sysfs.driver, modemDrivers.contains(driver) { return answer(.wwan, .modemDriver(driver)) }
+        if sysfs.bus == "wwan" { return answer(.wwan, .wwanDevice) }
+        // 4. The rtnetlink kind.
+        if let kind = facts.kind, let known = LinkKind(rtnetlinkKind: kind) { return answer(known, .rtnetlinkKind(kind)) }
+        // 5. Other device types.
+        if let type = sysfs.deviceType, let known = deviceTypeKinds[type] { return answer(known, .deviceType(type)) }
+        // 6. The link-layer type.
+        if let known = kind(ofLinkType: facts.arphrdType) { return answer(known, .linkType(facts.arphrdType)) }
+        // 7. A physical device.
+        if sysfs.hasDevice {
+            let evidence = ClassificationEvidence.physicalDevice(driver: sysfs.driver, bus: sysfs.bus)
+            guard facts.arphrdType == .ether else { return answer(.other, evidence) }
+            return answer(.ethernet, evidence, expensive: sysfs.driver.map(tetheringDrivers.contains) ?? false)
+        }
+        // 8. The name, only without any sysfs evidence.
+        if !sysfs.isPresent, facts.arphrdType == .ether, facts.kind == nil,
+           let (prefix, kind) = namePrefixKind(facts.name) {
+            return answer(kind, .namePrefix(prefix))
+        }
+        return answer(.other, .none)
+    }
+
+    /// Classifies a set of links, the links of one namespace, resolving stacked links against
+    /// the others and applying `policy` for ``LinkClassification/isConstrained``.
+    /// - Returns: The classification of every link, by interface index.
+    public static func classify(_ links: some Sequence<LinkFacts>,
+                                policy: ConstrainedLinkPolicy = .none) -> [Int32: LinkClassification] {
+        var facts: [Int32: LinkFacts] = [:]
+        var ports: [Int32: [Int32]] = [:]
+        for link in links {
+            facts[link.index] = link
+        }
+        for link in facts.values {
+            if let master = link.masterIndex { ports[master, default: []].append(link.index) }
+        }
+        // Answers that did not hit the depth limit anywhere below them; those are kept.
+        var complete: [Int32: LinkClassification] = [:]
+
+        func resolve(_ index: Int32, depth: Int) -> (LinkClassification, isComplete: Bool)? {
+            if let done = complete[index] { return (done, true) }
+            guard let link = facts[index] else { return nil }
+            var answer = classify(link)
+            var isComplete = true
+            if answer.kind.inheritsLowerType, answer.type == .other {
+                if depth >= maximumStackDepth {
+                    isComplete = false
+                } else if answer.kind == .vlan || answer.kind == .macvlan {
+                    if let lower = link.lowerLinkIndex, lower != index, let (below, belowComplete) = resolve(lower, depth: depth + 1) {
+                        isComplete = belowComplete
+                        if below.type != .other {
+                            answer.type = below.type
+                            answer.isExpensive = answer.isExpensive || below.isExpensive
+                            answer.evidence = .lowerLink(lower)
+                        }
+                    }
+                } else {
+                    var voters: [(Int32, LinkClassification)] = []
+                    for port in (ports[index] ?? []).sorted() where port != index {
+                        guard let (below, belowComplete) = resolve(port, depth: depth + 1) else { continue }
+                        isComplete = isComplete && belowComplete
+                        if below.type != .other { voters.append((port, below)) }
+                    }
+                    if let first = voters.first, voters.allSatisfy({ $0.1.type == first.1.type }) {
+                        answer.type = first.1.type
+                        answer.isExpensive = answer.isExpensive || voters.contains { $0.1.isExpensive }
+                        answer.evidence = .ports(voters.map(\.0))
+                    }
+                }
+            }
+            answer.isConstrained = policy.isConstrained(name: link.name, type: answer.type, kind: answer.kind)
+            if isComplete { complete[index] = answer }
+            return (answer, isComplete)
+        }
+
+        var answers: [Int32: LinkClassification] = [:]
+        for index in facts.keys {
+            answers[index] = resolve(index, depth: 0)?.0
+        }
+        return answers
+    }
+
+    /// Whether the link has no parent device: from sysfs when it was read, otherwise from
+    /// the link type and the rtnetlink kind.
+    static func isVirtual(_ facts: LinkFacts) -> Bool {
+        if facts.sysfs.isPresent { return !facts.sysfs.hasDevice }
+        if facts.arphrdType == .loopback { return true }
+        guard let kind = facts.kind else { return false }
+        guard let known = LinkKind(rtnetlinkKind: kind) else { return true }
+        return !physicalKinds.contains(known)
+    }
+
+    /// The kind that a link-layer type alone shows, for the types that show one.
+    static func kind(ofLinkType type: ARPHRDType) -> LinkKind? {
+        switch type {
+        case .ppp: return .ppp
+        case .infiniband: return .infiniband
+        case .can: return .can
+        case .ieee80211Radiotap, .ieee80211, .ieee80211Prism: return .wifi
+        case .ipipTunnel, .ipv6Tunnel, .sit, .ipGRE, .ip6GRE: return .tunnel
+        default: return nil
+        }
+    }
+
+    /// The kind a predictable or traditional interface name suggests, with the prefix.
+    static func namePrefixKind(_ name: String) -> (String, LinkKind)? {
+        for (prefix, kind) in [("wl", LinkKind.wifi), ("ww", .wwan), ("eth", .ethernet), ("en", .ethernet)]
+        where name.hasPrefix(prefix) && name.count > prefix.count {
+            return (prefix, kind)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,58 @@
+import Netlink
+
+/// Everything the classifier weighs for one link: its rtnetlink facts and its sysfs facts.
+///
+/// ``LinkClassifier/classify(_:)`` is a pure function of these values, so a link can be
+/// classified (and tested) without the hardware: build the facts by hand, from a fixture, or
+/// from a live ``Link`` and a ``SysfsReader``.
+public struct LinkFacts: Sendable, Hashable {
+    /// The interface index.
+    public var index: Int32
+    /// The interface name.
+    public var name: String
+    /// The link-layer type (`ARPHRD_*`).
+    public var arphrdType: ARPHRDType
+    /// The rtnetlink kind (`IFLA_INFO_KIND`), such as `veth`, `bridge`, `wwan`; `nil` when the
+    /// driver registers none (most physical NICs and Wi-Fi cards).
+    public var kind: String?
+    /// The interface flags; `pointToPoint` and `noARP` matter here.
+    public var flags: InterfaceFlags
+    /// The index of the bridge, bond or VRF this link is a port of.
+    public var masterIndex: Int32?
+    /// The index of the lower link (`IFLA_LINK`) in this namespace: the parent of a VLAN or
+    /// macvlan, the modem link under rmnet. `nil` when it is absent or in another namespace.
+    public var lowerLinkIndex: Int32?
+    /// The sysfs facts; ``SysfsFacts/absent`` when sysfs was not read.
+    public var sysfs: SysfsFacts
+
+    /// Facts as given.
+    public init(index: Int32, name: String, arphrdType: ARPHRDType, kind: String? = nil,
+                flags: InterfaceFlags = [], masterIndex: Int32? = nil, lowerLinkIndex: Int32? = nil,
+                sysfs: SysfsFacts = .absent) {
+        self.index = index
+        self.name = name
+        self.arphrdType = arphrdType
+        self.kind = kind
+        self.flags = flags
+        self.masterIndex = masterIndex
+        self.lowerLinkIndex = lowerLinkIndex
+        self.sysfs = sysfs
+    }
+
+    /// The facts of a live link. A lower link in another namespace (the peer of a veth that was
+    /// moved, say) is dropped: its index means nothing here.
+    public init(link: Link, sysfs: SysfsFacts = .absent) {
+        self.init(index: link.index, name: link.name, arphrdType: link.arphrdType, kind: link.kind,
+                  flags: link.flags, masterIndex: link.masterIndex,
+                  lowerLinkIndex: link.linkNamespaceID == nil ? link.lowerLinkIndex : nil,
+                  sysfs: sysfs)
+    }
+
+    /// What the sysfs facts depend on: a link keeps its sysfs facts until one of these changes.
+    struct SysfsKey: Hashable {
+        var name: String
+        var kind: String?
+        var masterIndex: Int32?
+        var arphrdType: ARPHRDType
+    }
+}

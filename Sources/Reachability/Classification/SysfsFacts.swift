@@ -1,0 +1,44 @@
+/// What sysfs says about one network link: the part of ``LinkFacts`` that rtnetlink does not
+/// carry. Every field is evidence or its absence; nothing here is ever an error.
+public struct SysfsFacts: Sendable, Hashable {
+    /// Whether `class/net/NAME` existed. When `false`, sysfs gave no evidence at all (not
+    /// mounted, a container without it, a fixture without the link) and every other field is
+    /// at its default.
+    public var isPresent: Bool
+    /// `IFINDEX=` from the link's `uevent`, used to notice a stale entry after a rename.
+    public var interfaceIndex: Int32?
+    /// `DEVTYPE=` from the link's `uevent`: the `device_type` name the driver set with
+    /// `SET_NETDEV_DEVTYPE`, such as `wlan`, `wwan`, `bluetooth`, `bridge`, `bond` or `vlan`.
+    public var deviceType: String?
+    /// Whether the link has a `phy80211` entry: it belongs to a cfg80211 (Wi-Fi) radio.
+    public var hasPhy80211: Bool
+    /// Whether the link has a `wireless/` directory: wireless extensions (or cfg80211's
+    /// compatibility layer for them) serve it.
+    public var hasWirelessDirectory: Bool
+    /// Whether the link has a `device` entry, that is, a parent device (a PCI function, a USB
+    /// interface, a WWAN port, ...). Virtual links have none.
+    public var hasDevice: Bool
+    /// The name of the driver bound to the parent device (the last component of the
+    /// `device/driver` link), such as `iwlwifi`, `qmi_wwan` or `ipheth`.
+    public var driver: String?
+    /// The subsystem of the parent device (the last component of the `device/subsystem` link):
+    /// a bus such as `pci`, `usb`, `sdio`, `virtio`, or a class such as `wwan` or `bluetooth`.
+    public var bus: String?
+
+    /// Facts as given; the defaults are "no evidence".
+    public init(isPresent: Bool = false, interfaceIndex: Int32? = nil, deviceType: String? = nil,
+                hasPhy80211: Bool = false, hasWirelessDirectory: Bool = false, hasDevice: Bool = false,
+                driver: String? = nil, bus: String? = nil) {
+        self.isPresent = isPresent
+        self.interfaceIndex = interfaceIndex
+        self.deviceType = deviceType
+        self.hasPhy80211 = hasPhy80211
+        self.hasWirelessDirectory = hasWirelessDirectory
+        self.hasDevice = hasDevice
+        self.driver = driver
+        self.bus = bus
+    }
+
+    /// No sysfs evidence: the link was not found in sysfs, or sysfs was not read.
+    public static let absent = SysfsFacts()
+}

@@ -1,0 +1,100 @@
+import Glibc
+
+/// Reads the ``SysfsFacts`` of network links from a sysfs tree.
+///
+/// The tree is `/sys` by default; tests and the `--sysfs-root` option of `reach` point it at
+/// a fixture. Reading never fails: a missing, unreadable or odd entry (a directory where a file
+/// should be, a FIFO, binary junk, a dangling link) is "no evidence". Files are opened
+/// non-blocking and only regular files are read, at most 4 KiB each, so a crafted tree cannot
+/// hang or exhaust the reader.
+///
+/// `/sys/class/net` shows the links of the network namespace that mounted it. To read the
+/// facts of another namespace's links, use ``LinkClassifier`` with ``SysfsSource/live``, which
+/// reads through `NetworkNamespace.withSysfs(_:)`.
+public struct SysfsReader: Sendable, Hashable {
+    /// The directory that plays the role of `/sys`.
+    public var root: String
+
+    /// A reader of the sysfs tree at `root`.
+    public init(root: String = "/sys") {
+        self.root = root
+    }
+
+    /// The facts of the link named `name`, or ``SysfsFacts/absent`` when sysfs has no such
+    /// link or `name` cannot be a link name (empty, longer than 15 bytes, containing `/` or
+    /// whitespace, `.` or `..`).
+    public func facts(forLinkNamed name: String) -> SysfsFacts {
+        guard Self.isPlausibleLinkName(name) else { return .absent }
+        let directory = root + "/class/net/" + name
+        guard Self.isDirectory(directory) else { return .absent }
+        var facts = SysfsFacts(isPresent: true)
+        for line in Self.readSmallFile(directory + "/uevent")?.split(whereSeparator: \.isNewline) ?? [] {
+            if line.hasPrefix("DEVTYPE=") {
+                facts.deviceType = Self.token(line.dropFirst("DEVTYPE=".count))
+            } else if line.hasPrefix("IFINDEX=") {
+                facts.interfaceIndex = Int32(line.dropFirst("IFINDEX=".count))
+            }
+        }
+        facts.hasPhy80211 = Self.exists(directory + "/phy80211")
+        facts.hasWirelessDirectory = Self.isDirectory(directory + "/wireless")
+        facts.hasDevice = Self.exists(directory + "/device")
+        if facts.hasDevice {
+            facts.driver = Self.linkTargetName(directory + "/device/driver")
+            facts.bus = Self.linkTargetName(directory + "/device/subsystem")
+        }
+        return facts
+    }
+
+    /// Whether `name` could name a Linux network link (`dev_valid_name()` in the kernel).
+    static func isPlausibleLinkName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count < 16, name != ".", name != ".." else { return false }
+        return !bytes.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") || $0 <= 0x20 || $0 == 0x7f }
+    }
+
+    /// A `uevent` value kept only if it looks like one: printable ASCII, at most 64 bytes.
+    static func token(_ text: Substring) -> String? {
+        let bytes = text.utf8
+        guard !bytes.isEmpty, bytes.count <= 64, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return nil }
+        return String(text)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// The last path component of the target of the symbolic link at `path`, if it is one.
+    static func linkTargetName(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let last = target.split(separator: "/").last else { return nil }
+        return token(last)
+    }
+
+    /// The text of a regular file of at most 4 KiB (sysfs attributes are one page at most),
+    /// or `nil` for anything else.
+    static func readSmallFile(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var filled = 0
+        while filled < buffer.count {
+            let count = buffer[filled...].withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            filled += count
+        }
+        return String(decoding: buffer[..<filled], as: UTF8.self)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import Netlink
+import NetnsTestSupport
+import Reachability
+
+/// The classification cache, on a fixture tree and on a real namespace's own sysfs.
+@Suite("Classification cache")
+struct ClassificationCacheTests {
+    private func link(_ index: Int32, _ name: String, kind: String? = nil, master: Int32? = nil,
+                      flags: InterfaceFlags = [.up]) -> Link {
+        Link(index: index, name: name, arphrdType: .ether, kind: kind, flags: flags, operState: .up, mtu: 1500,
+             masterIndex: master)
+    }
+
+    @Test func sysfsIsReadOnlyWhenANameKindOrMasterChanges() throws {
+        let tree = try SysfsReaderTests.TemporaryTree()
+        try tree.file("class/net/wlan0/uevent", "DEVTYPE=wlan\nIFINDEX=2\n")
+        try tree.file("class/net/eth0/uevent", "IFINDEX=2\n")
+        let cache = LinkClassificationCache(source: .tree(root: tree.root))
+
+        #expect(cache.classifications(of: [link(2, "wlan0")])[2]?.type == .wifi)
+        #expect(cache.sysfsReadCount == 1)
+        // Flags change: same sysfs facts, no read.
+        #expect(cache.classifications(of: [link(2, "wlan0", flags: [.up, .running])])[2]?.type == .wifi)
+        #expect(cache.sysfsReadCount == 1)
+        // Rename: read again.
+        #expect(cache.classifications(of: [link(2, "eth0")])[2]?.type == .other)
+        #expect(cache.sysfsReadCount == 2)
+        // A master appears: read again; a bridge appears, which reads only the bridge.
+        _ = cache.classifications(of: [link(2, "eth0", master: 3), link(3, "br0", kind: "bridge")])
+        #expect(cache.sysfsReadCount == 3)
+        // Sysfs changed behind rtnetlink's back: nothing notices until invalidated.
+        try tree.file("class/net/eth0/uevent", "DEVTYPE=wwan\nIFINDEX=2\n")
+        #expect(cache.classifications(of: [link(2, "eth0", master: 3), link(3, "br0", kind: "bridge")])[2]?.type == .other)
+        cache.invalidate(linkIndex: 2)
+        let after = cache.classifications(of: [link(2, "eth0", master: 3), link(3, "br0", kind: "bridge")])
+        #expect(after[2]?.type == .cellular)
+        // The bridge follows its only typed port.
+        #expect(after[3]?.type == .cellular)
+        #expect(after[3]?.isExpensive == true)
+        #expect(cache.sysfsReadCount == 4)
+        // A removed link is forgotten.
+        #expect(cache.classifications(of: [link(3, "br0", kind: "bridge")]).keys.sorted() == [3])
+    }
+
+    @Test func thePolicyIsApplied() throws {
+        let cache = LinkClassificationCache(source: .tree(root: "/nonexistent"),
+                                            policy: try ConstrainedLinkPolicy(parsing: "eth*"))
+        let answers = cache.classifications(of: [link(2, "eth0"), link(3, "veth0", kind: "veth")])
+        #expect(answers[2]?.isConstrained == true)
+        #expect(answers[3]?.isConstrained == false)
+    }
+
+    /// `/sys` shows the root namespace's links; the live source mounts the namespace's own.
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func liveSourceReadsTheNamespacesOwnSysfs() throws {
+        let namespace = try TestNamespace("sysfs")
+        defer { namespace.delete() }
+        try namespace.ip("link", "add", "rtsysA\(getpid() % 1000)", "type", "veth", "peer", "name", "rtsysB")
+        let name = "rtsysA\(getpid() % 1000)"
+        let connection = try NetlinkConnection(namespace: try .named(namespace.name))
+        let links = try connection.links()
+        let cache = LinkClassificationCache(source: .live(try .named(namespace.name)))
+        let answers = cache.classifications(of: links)
+        #expect(cache.lastSysfsError == nil)
+        let veth = try #require(links.first { $0.name == name })
+        #expect(answers[veth.index]?.kind == .veth)
+        #expect(answers[veth.index]?.isVirtual == true)
+        // The root namespace's /sys has no such link; the namespace's own sysfs has.
+        #expect(!SysfsReader().facts(forLinkNamed: name).isPresent)
+        let facts = try (try NetworkNamespace.named(namespace.name)).withSysfs { root in
+            SysfsReader(root: root).facts(forLinkNamed: name)
+        }
+        #expect(facts.isPresent)
+        #expect(facts.interfaceIndex == veth.index)
+        #expect(!facts.hasDevice)
+        // The host's mounts are untouched: /sys still shows the root namespace.
+        #expect(!FileManager.default.fileExists(atPath: "/sys/class/net/\(name)"))
+    }
+
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func aMissingNamespaceGivesATypedError() {
+        #expect(throws: NetlinkError.namespaceNotFound) {
+            try NetworkNamespace.named("rt-no-such-namespace").withSysfs { _ in 0 }
+        }
+    }
+}
