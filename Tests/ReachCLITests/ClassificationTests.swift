@@ -6,7 +6,7 @@ import Testing
 @Suite("reach links classification", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct ClassificationTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../ReachabilityTests/Fixtures").standardized
+        .appendingPathComponent("../Fixtures/sysfs").standardized
 
     /// One sysfs tree holding the trees of several fixtures (their paths do not collide).
     private func mergedTree(_ names: [String]) throws -> String {

@@ -2,7 +2,7 @@ import Foundation
 import Netlink
 import Reachability
 
-/// One fixture of the corpus under `Fixtures/`: a sysfs tree modelled on a real driver
+/// One fixture of the corpus under `Tests/Fixtures/sysfs/`: a sysfs tree modelled on a real driver
 /// (`sys/`) and the rtnetlink facts and expected answers of its links (`links.facts`).
 struct Fixture: CustomStringConvertible, Sendable {
     /// One `[NAME]` section of `links.facts`.
@@ -42,7 +42,8 @@ struct Fixture: CustomStringConvertible, Sendable {
     var description: String { name }
 
     /// Every fixture directory, sorted by name.
-    static let corpusDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let corpusDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/sysfs")
 
     static func all() throws -> [Fixture] {
         let names = try FileManager.default.contentsOfDirectory(atPath: corpusDirectory.path).sorted()
