@@ -103,8 +103,11 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
 
     /// Runs `body` with the calling thread's network namespace switched to this one, on a
     /// dedicated thread that returns to its own namespace afterwards; inline for ``current``.
-    /// Sockets that `body` opens belong to this namespace for their whole life.
-    func perform<T>(_ body: @escaping @Sendable () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
+    /// Sockets that `body` opens belong to this namespace for their whole life (a DNS lookup
+    /// made in `body` goes out through this namespace's links). Blocks the caller until `body`
+    /// returns; call it off the cooperative thread pool.
+    /// - Throws: The namespace errors of opening and entering it, or what `body` throws.
+    public func perform<T>(_ body: @escaping @Sendable () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
         if isCurrent { return try body() }
         let target = try openDescriptor()
         defer { close(target) }

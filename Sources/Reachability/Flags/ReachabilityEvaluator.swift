@@ -1,0 +1,86 @@
+import Netlink
+
+/// The pure evaluation of reachability: kernel facts in, ``ReachabilityAnswer`` out, no I/O.
+///
+/// A target is reachable when the kernel's route lookup for it (policy rules and all) matches a
+/// unicast or local route through a link that is up and has carrier. Then:
+/// - ``ReachabilityFlags/isLocalAddress``: the route is of type local;
+/// - ``ReachabilityFlags/isDirect``: the route has no gateway;
+/// - ``ReachabilityFlags/isWWAN``: the link is cellular;
+/// - ``ReachabilityFlags/transientConnection``: the link is PPP or a VPN tunnel.
+///
+/// A dormant link (operstate `dormant`: 802.1X, a Wi-Fi handshake) gives
+/// `reachable | connectionRequired | interventionRequired`, which every status maps to not
+/// reachable. Blackhole, unreachable, prohibit and throw routes, no route, a link that is down
+/// or without carrier give no flags.
+public enum ReachabilityEvaluator {
+    /// Evaluates a kernel route lookup.
+    /// - Parameters:
+    ///   - lookup: The kernel's answer for the target (``NetlinkConnection/lookupRoute(to:from:outputLinkIndex:mark:)``).
+    ///   - address: The target address, reported in the answer.
+    ///   - links: The namespace's links, by index.
+    ///   - classifications: Their classifications, by index.
+    public static func evaluate(_ lookup: RouteLookupResult, address: IPAddress? = nil, links: [Int32: Link],
+                                classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
+        switch lookup {
+        case .noRoute: return .notReachable(.noRoute, address: address)
+        case .unreachable: return .notReachable(.unreachableRoute, address: address)
+        case .prohibited: return .notReachable(.prohibitedRoute, address: address)
+        case .blackhole: return .notReachable(.blackholeRoute, address: address)
+        case .route(let route):
+            return evaluate(route: route, address: address, links: links, classifications: classifications)
+        }
+    }
+
+    /// Evaluates a route the kernel chose (or a default route) through its first nexthop.
+    public static func evaluate(route: Route, address: IPAddress? = nil, links: [Int32: Link],
+                                classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
+        var answer = ReachabilityAnswer(flags: [], gateway: route.gateway, address: address, route: route)
+        guard route.type == .unicast || route.type == .local else {
+            answer.reason = .unusableRouteType(route.type)
+            answer.gateway = nil
+            return answer
+        }
+        guard let index = route.outputLinkIndex, let link = links[index] else {
+            answer.reason = .linkMissing
+            return answer
+        }
+        let classification = classifications[index] ?? LinkClassifier.classify(LinkFacts(link: link))
+        answer.interface = ReachabilityInterface(name: link.name, index: link.index, classification: classification)
+        var facts: ReachabilityFlags = []
+        if route.type == .local { facts.insert(.isLocalAddress) }
+        if route.gateway == nil { facts.insert(.isDirect) }
+        if classification.type == .cellular { facts.insert(.isWWAN) }
+        if classification.isTransient { facts.insert(.transientConnection) }
+        if !link.isUp {
+            answer.reason = .linkDown
+        } else if link.operState == .dormant || link.flags.contains(.dormant) {
+            answer.reason = .dormant
+            answer.flags = facts.union([.reachable, .connectionRequired, .interventionRequired])
+        } else if !link.isRunning && route.type != .local {
+            answer.reason = .noCarrier
+        } else {
+            answer.flags = facts.union(.reachable)
+        }
+        return answer
+    }
+
+    /// Evaluates "the internet": the best default route of the main table, IPv4 or IPv6,
+    /// through a usable link (lowest metric first; IPv4 before IPv6 on a tie).
+    public static func evaluateInternet(_ state: NetworkState,
+                                        classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
+        let candidates = state.defaultRoutes.values
+            .filter { $0.table == .main && $0.type == .unicast }
+            .sorted { ($0.metric, $0.family.rawValue, $0.outputLinkIndex ?? 0) < ($1.metric, $1.family.rawValue, $1.outputLinkIndex ?? 0) }
+        let answers = candidates.map { evaluate(route: $0, links: state.links, classifications: classifications) }
+        return best(of: answers) ?? .notReachable(.noDefaultRoute)
+    }
+
+    /// The best of several answers (the addresses of one host, the default routes): the first
+    /// reachable one, else the first that waits for a connection, else the first.
+    public static func best(of answers: [ReachabilityAnswer]) -> ReachabilityAnswer? {
+        answers.first { $0.isReachable }
+            ?? answers.first { $0.flags.contains(.reachable) }
+            ?? answers.first
+    }
+}

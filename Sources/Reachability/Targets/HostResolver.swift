@@ -1,0 +1,133 @@
+import Dispatch
+import Foundation
+import Glibc
+import Netlink
+
+/// Turns a host name into addresses. Inject one into the monitors and the probe; tests use
+/// ``StaticHostResolver`` or ``HostsFileResolver`` so that nothing asks a DNS server.
+public protocol HostResolver: Sendable {
+    /// The addresses of `host`, in the resolver's order of preference; empty when it has none.
+    /// - Throws: ``ReachabilityError/resolutionFailed(host:message:)`` when resolution fails.
+    func resolve(_ host: String) async throws -> [IPAddress]
+}
+
+/// The system's resolver, `getaddrinfo(3)`, run off the caller's thread, inside a network
+/// namespace, so that a query leaves through that namespace's links.
+///
+/// For a named namespace with a hosts file of its own, `/etc/netns/NAME/hosts` (the file
+/// `ip netns exec` would bind-mount over `/etc/hosts`), a name found there is answered from it
+/// without `getaddrinfo`.
+public struct SystemHostResolver: HostResolver {
+    /// The namespace the lookup runs in.
+    public var namespace: NetworkNamespace
+
+    /// A resolver for `namespace` (default: the current one).
+    public init(namespace: NetworkNamespace = .current) {
+        self.namespace = namespace
+    }
+
+    public func resolve(_ host: String) async throws -> [IPAddress] {
+        let namespace = self.namespace
+        if let name = namespace.name {
+            let hosts = HostsFileResolver(path: "/etc/netns/\(name)/hosts")
+            if let found = try? await hosts.resolve(host), !found.isEmpty { return found }
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do throws(NetlinkError) {
+                    let result = try namespace.perform { () -> Result<[IPAddress], ReachabilityError> in
+                        Self.getaddrinfo(host)
+                    }
+                    continuation.resume(with: result)
+                } catch {
+                    continuation.resume(throwing: ReachabilityError.netlink(error))
+                }
+            }
+        }
+    }
+
+    static func getaddrinfo(_ host: String) -> Result<[IPAddress], ReachabilityError> {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = Glibc.getaddrinfo(host, nil, &hints, &list)
+        defer { if let list { freeaddrinfo(list) } }
+        if rc == EAI_NONAME || rc == -5 /* EAI_NODATA, GNU-only */ { return .success([]) }
+        guard rc == 0 else { return .failure(.resolutionFailed(host: host, message: String(cString: gai_strerror(rc)))) }
+        var addresses: [IPAddress] = []
+        var cursor = list
+        while let entry = cursor?.pointee {
+            if let sockaddr = entry.ai_addr, let address = IPAddress(sockaddr: sockaddr), !addresses.contains(address) {
+                addresses.append(address)
+            }
+            cursor = entry.ai_next
+        }
+        return .success(addresses)
+    }
+}
+
+/// Answers from a hosts file (`/etc/hosts` syntax), never from DNS: for tests and for
+/// namespaces with their own `/etc/netns/NAME/hosts`.
+public struct HostsFileResolver: HostResolver {
+    /// The file.
+    public var path: String
+
+    /// A resolver reading `path` at each resolution.
+    public init(path: String) {
+        self.path = path
+    }
+
+    public func resolve(_ host: String) async throws -> [IPAddress] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ReachabilityError.resolutionFailed(host: host, message: "cannot read \(path)")
+        }
+        return Self.addresses(of: host, in: String(decoding: data, as: UTF8.self))
+    }
+
+    /// The addresses of `host` in hosts-file text, in file order.
+    static func addresses(of host: String, in text: String) -> [IPAddress] {
+        var found: [IPAddress] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            let fields = (line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+                .split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count >= 2, let address = IPAddress(String(fields[0])) else { continue }
+            if fields.dropFirst().contains(where: { $0.caseInsensitiveCompare(host) == .orderedSame }), !found.contains(address) {
+                found.append(address)
+            }
+        }
+        return found
+    }
+}
+
+/// A fixed table of names, for tests and for apps that resolve elsewhere.
+public struct StaticHostResolver: HostResolver {
+    /// The table.
+    public var table: [String: [IPAddress]]
+
+    /// A resolver answering from `table` (unknown names have no addresses).
+    public init(_ table: [String: [IPAddress]]) {
+        self.table = table
+    }
+
+    public func resolve(_ host: String) async throws -> [IPAddress] { table[host] ?? [] }
+}
+
+extension IPAddress {
+    /// The address in a `sockaddr_in` or `sockaddr_in6`; `nil` for other families.
+    init?(sockaddr pointer: UnsafeMutablePointer<sockaddr>) {
+        switch Int32(pointer.pointee.sa_family) {
+        case AF_INET:
+            let octets = pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
+                withUnsafeBytes(of: address.pointee.sin_addr) { Array($0) }
+            }
+            self.init(octets: octets)
+        case AF_INET6:
+            let octets = pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+                withUnsafeBytes(of: address.pointee.sin6_addr) { Array($0) }
+            }
+            self.init(octets: octets)
+        default:
+            return nil
+        }
+    }
+}

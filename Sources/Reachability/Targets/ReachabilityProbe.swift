@@ -1,0 +1,76 @@
+import Netlink
+
+/// One-shot answers from the kernel, without a subscription: what `reach check` uses.
+///
+/// Each call reads the namespace's links (and, for the internet, its default routes), asks the
+/// kernel for a route lookup per address, and classifies the links (sysfs is read once per
+/// link and kept). For answers that follow changes, use ``Reachability`` or
+/// ``NetworkPathMonitor``.
+public final class ReachabilityProbe: Sendable {
+    /// The namespace asked.
+    public let namespace: NetworkNamespace
+    private let connection: NetlinkConnection
+    private let classifier: LinkClassificationCache
+    private let resolver: any HostResolver
+
+    /// A probe of `namespace`.
+    /// - Parameters:
+    ///   - sysfs: Where link facts come from (default: the namespace's own sysfs).
+    ///   - policy: Which links are constrained.
+    ///   - resolver: Resolves host names (default: ``SystemHostResolver`` in `namespace`).
+    /// - Throws: The namespace errors of ``NetlinkConnection/init(namespace:)``.
+    public init(namespace: NetworkNamespace = .current, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy = .none,
+                resolver: (any HostResolver)? = nil) throws(NetlinkError) {
+        self.namespace = namespace
+        connection = try NetlinkConnection(namespace: namespace)
+        classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
+        self.resolver = resolver ?? SystemHostResolver(namespace: namespace)
+    }
+
+    /// The answer for `target` and the addresses that were considered (the resolved ones for a
+    /// host name; none for the internet).
+    /// - Throws: ``ReachabilityError/netlink(_:)`` when the kernel cannot be asked, or
+    ///   ``ReachabilityError/resolutionFailed(host:message:)``.
+    public func answer(for target: ReachabilityTarget) async throws(ReachabilityError) -> (answer: ReachabilityAnswer, addresses: [IPAddress]) {
+        switch target {
+        case .internet:
+            let state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
+            let classifications = classifier.classifications(of: state.links.values)
+            return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])
+        case .address(let address):
+            return (try answer(to: [address], from: nil), [address])
+        case .addressPair(let local, let remote):
+            return (try answer(to: [remote], from: local), [remote])
+        case .host(let name):
+            let addresses: [IPAddress]
+            do {
+                addresses = try await resolver.resolve(name)
+            } catch let error as ReachabilityError {
+                throw error
+            } catch {
+                throw .resolutionFailed(host: name, message: "\(error)")
+            }
+            guard !addresses.isEmpty else { return (.notReachable(.unresolved), []) }
+            return (try answer(to: addresses, from: nil), addresses)
+        }
+    }
+
+    /// The best answer over `addresses`, each looked up in the kernel.
+    func answer(to addresses: [IPAddress], from source: IPAddress?) throws(ReachabilityError) -> ReachabilityAnswer {
+        let links = try kernel { try connection.links() }
+        let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        let classifications = classifier.classifications(of: links)
+        var answers: [ReachabilityAnswer] = []
+        for address in addresses {
+            let lookup = try kernel { try connection.lookupRoute(to: address, from: source) }
+            answers.append(ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications))
+        }
+        return ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
+    }
+
+    private func kernel<T>(_ body: () throws -> T) throws(ReachabilityError) -> T {
+        do { return try body() } catch let error as NetlinkError { throw .netlink(error) } catch {
+            throw .netlink(NetlinkError(code: NetlinkError.failure.code, context: "\(error)"))
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Netlink
+
+/// What a reachability question is about.
+public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
+    /// "The internet": a default route through a usable link, IPv4 or IPv6.
+    case internet
+    /// One IPv4 or IPv6 address.
+    case address(IPAddress)
+    /// A host name, resolved by a ``HostResolver``.
+    case host(String)
+    /// A remote address reached from a local one (the kernel's lookup with a source address,
+    /// so source-based policy rules apply).
+    case addressPair(local: IPAddress, remote: IPAddress)
+
+    /// Parses a command-line or configuration target: an IPv4 or IPv6 literal is an address,
+    /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes).
+    /// - Throws: ``ReachabilityError/invalidTarget(_:)`` for empty or malformed text.
+    public init(parsing text: String) throws(ReachabilityError) {
+        if let address = IPAddress(text) { self = .address(address); return }
+        guard Self.isValidHostName(text) else { throw .invalidTarget(text) }
+        self = .host(text.hasSuffix(".") ? String(text.dropLast()) : text)
+    }
+
+    /// `internet`, an address, a host name, or `local -> remote`.
+    public var description: String {
+        switch self {
+        case .internet: return "internet"
+        case .address(let address): return address.description
+        case .host(let name): return name
+        case .addressPair(let local, let remote): return "\(local) -> \(remote)"
+        }
+    }
+
+    /// Whether `name` is a host name: dot-separated labels of 1 to 63 letters, digits, hyphens
+    /// (not at either end) and underscores, 253 bytes at most, one trailing dot allowed.
+    static func isValidHostName(_ name: String) -> Bool {
+        var text = Substring(name)
+        if text.hasSuffix(".") { text = text.dropLast() }
+        guard !text.isEmpty, text.utf8.count <= 253 else { return false }
+        return text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            let bytes = Array(label.utf8)
+            guard (1...63).contains(bytes.count), bytes.first != UInt8(ascii: "-"), bytes.last != UInt8(ascii: "-") else { return false }
+            return bytes.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+        }
+    }
+}
+
+/// Errors of the reachability layer.
+public enum ReachabilityError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The text is neither an IP address nor a valid host name.
+    case invalidTarget(String)
+    /// Name resolution failed (`getaddrinfo`'s message, or the resolver's).
+    case resolutionFailed(host: String, message: String)
+    /// A kernel or namespace error.
+    case netlink(NetlinkError)
+
+    /// One line.
+    public var description: String {
+        switch self {
+        case .invalidTarget(let text):
+            let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
+            return "not an IP address or host name: \"\(shown.unicodeScalars.map { $0.value < 0x20 ? "?" : String($0) }.joined())\""
+        case .resolutionFailed(let host, let message): return "cannot resolve \(host): \(message)"
+        case .netlink(let error): return error.description
+        }
+    }
+}

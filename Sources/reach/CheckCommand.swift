@@ -1,0 +1,70 @@
+import ArgumentParser
+import Netlink
+import Reachability
+
+/// `reach check`: is a target reachable now, and through what?
+struct CheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Tell whether a target is reachable now, with its flags, link and gateway.",
+        discussion: """
+            TARGET is an IPv4 or IPv6 address or a host name; without one, the internet (a default \
+            route through a usable link). The answer is the kernel's route lookup (`ip route get`, \
+            policy rules included) and the state of the link it picks. Host names are resolved in \
+            the namespace (its /etc/netns/NAME/hosts first). Exit status: 0 reachable, 1 not \
+            reachable, 2 bad input or an error.
+            """)
+
+    @Argument(help: "An IPv4 or IPv6 address or a host name (default: the internet).")
+    var target: String?
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    @OptionGroup var namespaceOption: NamespaceOption
+
+    @OptionGroup var sysfsOption: SysfsOption
+
+    func run() async throws {
+        let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
+        let namespace = try namespaceOption.namespace()
+        let probe = try ReachabilityProbe(namespace: namespace, sysfs: sysfsOption.source(namespace: namespace),
+                                          policy: try ConstrainedLinkPolicy.system())
+        let (answer, addresses) = try await probe.answer(for: parsed)
+        Output.line(json ? answer.json(target: target, addresses: addresses).serialized
+                         : answer.humanLine(target: target ?? "internet"))
+        if !answer.isReachable { throw ExitCode(1) }
+    }
+}
+
+extension ReachabilityAnswer {
+    /// The contract's `check` object.
+    func json(target: String?, addresses: [IPAddress]) -> JSON {
+        .object([
+            ("target", .string(target)),
+            ("addresses", .array(addresses.map { .string($0.description) })),
+            ("reachable", .bool(isReachable)),
+            ("status", .string(status.description)),
+            ("flags", .array(flags.names.map(JSON.string))),
+            ("rawFlags", .int(flags.rawValue)),
+            ("interface", interface.map { interface in
+                .object([("name", .string(interface.name)), ("index", .int(interface.index)),
+                         ("type", .string(interface.type.description)), ("kind", .string(interface.classification.kind.rawValue)),
+                         ("expensive", .bool(interface.classification.isExpensive)),
+                         ("constrained", .bool(interface.classification.isConstrained))])
+            } ?? .null),
+            ("gateway", .string(gateway?.description)),
+            ("reason", .string(reason?.description)),
+        ])
+    }
+
+    /// Such as `10.0.0.2: reachable  reachableViaWired  -R ------d  dev veth0 (wiredEthernet)`.
+    func humanLine(target: String) -> String {
+        var line = "\(target): \(isReachable ? "reachable" : "not reachable")  \(status)  \(flags.compactDescription)"
+        if let interface { line += "  dev \(interface.name) (\(interface.type))" }
+        if let gateway { line += "  via \(gateway)" }
+        if let address, address.description != target { line += "  address \(address)" }
+        if let reason { line += "  (\(reason))" }
+        return line
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import NetnsTestSupport
+import Testing
+
+/// `reach check` against `ip route get` and the links' state, destination by destination.
+@Suite("reach check agrees with the kernel", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct CheckTests {
+    /// A namespace with wired, bridged, tunnelled and carrier-less links, special routes, IPv6
+    /// and a policy rule; the peer ends live in a second namespace.
+    private func buildTopology(_ ns: TestNamespace, peer: TestNamespace) throws {
+        try ns.batch([
+            "link add va type veth peer name vb", "link set vb netns \(peer.name)",
+            "link add br0 type bridge", "link add vc type veth peer name vd", "link set vd netns \(peer.name)",
+            "link set vc master br0",
+            "link add ve type veth peer name vf",              // vf stays down: ve has no carrier
+            "tuntap add dev tun0 mode tun",                    // nobody attached: no carrier
+            "link set va up", "link set br0 up", "link set vc up", "link set ve up", "link set tun0 up",
+            "address add 10.1.0.1/24 dev va", "address add 2001:db8:1::1/64 dev va nodad",
+            "address add 10.2.0.1/24 dev br0", "address add 10.5.0.1/24 dev ve",
+            "address add 10.4.0.1 peer 10.4.0.2/32 dev tun0",
+            "route add default via 10.1.0.2 dev va", "route add default via 2001:db8:1::2 dev va",
+            "route add unreachable 203.0.113.0/24", "route add blackhole 198.51.100.0/24",
+            "route add prohibit 192.0.2.128/25", "route add 10.6.0.0/24 via 10.5.0.2 dev ve",
+            "route add unreachable 2001:db8:dead::/48",
+            "route add 10.9.0.0/16 via 10.2.0.2 dev br0 table 100", "rule add to 10.9.0.0/16 lookup 100 pref 1000",
+        ])
+        try peer.batch(["link set vb up", "link set vd up", "address add 10.1.0.2/24 dev vb",
+                        "address add 2001:db8:1::2/64 dev vb nodad", "address add 10.2.0.2/24 dev vd"])
+    }
+
+    @Test func everyDestinationAgreesWithIPRouteGet() throws {
+        let ns = try TestNamespace("check")
+        defer { ns.delete() }
+        let peer = try TestNamespace("checkpeer")
+        defer { peer.delete() }
+        try buildTopology(ns, peer: peer)
+        #expect(eventually { (try? ns.ipJSON("link", "show", "dev", "va").first?["flags"] as? [String])?.contains("LOWER_UP") == true })
+
+        let destinations = ["10.1.0.2", "10.1.0.1", "192.0.2.10", "10.2.0.5", "203.0.113.5", "198.51.100.5",
+                            "192.0.2.200", "10.4.0.2", "10.6.0.9", "10.9.1.1", "127.0.0.1",
+                            "2001:db8:1::2", "2001:db8:1::1", "2001:db8:99::1", "2001:db8:dead::1"]
+        var reachableCount = 0
+        for destination in destinations {
+            let kernel = try run(["ip", "-n", ns.name, "-j", "route", "get", destination], check: false)
+            let result = try reach("check", destination, "--json", "--netns", ns.name)
+            let answer = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any],
+                                      "\(destination): \(result.output) \(result.error)")
+            let flags = answer["flags"] as? [String] ?? []
+            let interface = answer["interface"] as? [String: Any]
+            guard kernel.status == 0,
+                  let route = (try JSONSerialization.jsonObject(with: Data(kernel.output.utf8)) as? [[String: Any]])?.first else {
+                // The kernel refused the lookup (unreachable, blackhole, prohibit, no route).
+                #expect(answer["reachable"] as? Bool == false, "\(destination)")
+                #expect(interface == nil, "\(destination)")
+                #expect(result.status == 1, "\(destination)")
+                continue
+            }
+            let type = route["type"] as? String ?? "unicast"
+            let device = try #require(route["dev"] as? String)
+            let linkFlags = try ns.ipJSON("link", "show", "dev", device).first?["flags"] as? [String] ?? []
+            let usable = (type == "unicast" || type == "local") && linkFlags.contains("UP")
+                && (type == "local" || !linkFlags.contains("NO-CARRIER"))
+            #expect(answer["reachable"] as? Bool == usable, "\(destination): \(route) \(linkFlags)")
+            #expect(result.status == (usable ? 0 : 1), "\(destination)")
+            #expect(interface?["name"] as? String == device, "\(destination)")
+            #expect(answer["gateway"] as? String == route["gateway"] as? String, "\(destination)")
+            #expect(flags.contains("isDirect") == (usable && route["gateway"] == nil), "\(destination)")
+            #expect(flags.contains("isLocalAddress") == (usable && type == "local"), "\(destination)")
+            #expect(flags.contains("transientConnection") == (usable && device == "tun0"), "\(destination)")
+            if usable { reachableCount += 1 }
+        }
+        // The topology really has both kinds of answer.
+        #expect(reachableCount >= 7)
+
+        // The policy rule steers 10.9/16 to br0 through table 100.
+        let steered = try reach("check", "10.9.1.1", "--json", "--netns", ns.name)
+        #expect(steered.output.contains("\"name\":\"br0\""))
+        #expect(steered.output.contains("\"gateway\":\"10.2.0.2\""))
+    }
+
+    @Test func theInternetFollowsTheDefaultRoutes() throws {
+        let ns = try TestNamespace("checknet")
+        defer { ns.delete() }
+        let peer = try TestNamespace("checknetpeer")
+        defer { peer.delete() }
+        let none = try reach("check", "--json", "--netns", ns.name)
+        #expect(none.status == 1)
+        #expect(none.output.contains("\"reason\":\"no default route\""))
+        #expect(none.output.contains("\"target\":null"))
+
+        try buildTopology(ns, peer: peer)
+        #expect(eventually { (try? reach("check", "--netns", ns.name).status) == 0 })
+        let up = try reach("check", "--json", "--netns", ns.name)
+        #expect(up.output.contains("\"status\":\"reachableViaOther\""), "a veth is other: \(up.output)")
+        #expect(up.output.contains("\"gateway\":\"10.1.0.2\""))
+
+        // Carrier lost on the uplink: the default routes stay, the internet is gone.
+        try peer.ip("link", "set", "vb", "down")
+        #expect(eventually { (try? reach("check", "--netns", ns.name).status) == 1 })
+        let down = try reach("check", "--json", "--netns", ns.name)
+        #expect(down.output.contains("\"reason\":\"no carrier\""), "\(down.output)")
+    }
+
+    @Test func hostNamesResolveFromTheNamespacesHostsFile() throws {
+        let ns = try TestNamespace("checkhost")
+        defer { ns.delete() }
+        let peer = try TestNamespace("checkhostpeer")
+        defer { peer.delete() }
+        try buildTopology(ns, peer: peer)
+        let directory = "/etc/netns/\(ns.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The first address is blackholed, the second reachable: the best one is reported.
+        try "198.51.100.7 api.example.test\n10.1.0.2 api.example.test\n203.0.113.9 down.example.test\n"
+            .write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
+
+        let api = try reach("check", "api.example.test", "--json", "--netns", ns.name)
+        #expect(api.status == 0, "\(api.output) \(api.error)")
+        #expect(api.output.contains("\"addresses\":[\"198.51.100.7\",\"10.1.0.2\"]"))
+        #expect(api.output.contains("\"name\":\"va\""))
+        let down = try reach("check", "down.example.test", "--json", "--netns", ns.name)
+        #expect(down.status == 1)
+        for bad in ["", "-bad", "a..b", String(repeating: "a", count: 300), "bad name"] {
+            let result = try reach("check", bad, "--netns", ns.name)
+            #expect(result.status == 2, "\(bad)")
+            #expect(result.error.hasPrefix("reach: "), "\(bad)")
+        }
+    }
+}
