@@ -12,7 +12,7 @@ struct ReachCommand: AsyncParsableCommand {
             Exit status: 0 success (or reachable), 1 not reachable (or a wait timed out), \
             2 bad input or an error, with one line on standard error.
             """,
-        subcommands: [CheckCommand.self, LinksCommand.self, EventsCommand.self])
+        subcommands: [CheckCommand.self, WatchCommand.self, WaitCommand.self, LinksCommand.self, EventsCommand.self])
 
     /// Runs the tool with the contract's exit statuses: 0 and 1 from the commands, 2 with one line
     /// on standard error for anything that went wrong (argument-parser's default would be 64).

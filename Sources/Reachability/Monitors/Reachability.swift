@@ -1,0 +1,301 @@
+import Dispatch
+import Foundation
+import Netlink
+import Synchronization
+
+/// Tells a delegate about reachability changes (Nexum's `NXNetworkDelegate`).
+public protocol ReachabilityDelegate: AnyObject, Sendable {
+    /// The answer for `reachability`'s target changed (or, first, became known).
+    func reachability(_ reachability: Reachability, didChange answer: ReachabilityAnswer)
+}
+
+/// A reachability monitor for one target, in the style of Nexum, FXReachability, Ola and
+/// Reachability.swift: a shared instance for the internet, one object per host or address,
+/// listening versus querying, and every way of being told (delegate, closure, notification,
+/// `AsyncSequence`).
+///
+/// ``flags`` and ``status`` are correct at any time, listening or not. While listening, the
+/// object gets the current answer first, then only real changes; however many objects watch
+/// the same target, it is evaluated once per kernel change, on one subscription per namespace.
+/// Callbacks run on ``callbackQueue``; after ``stopListening()`` (or deinit) returns, none
+/// runs, unless it is called from inside a callback. Releasing the object stops it.
+public final class Reachability: Sendable, CustomStringConvertible {
+    /// Posted on the callback queue after every change, always, whatever else is set.
+    /// `object` is the ``Reachability``; `userInfo` has ``statusUserInfoKey``,
+    /// ``previousStatusUserInfoKey`` (absent for the first answer), ``answerUserInfoKey`` and
+    /// ``targetUserInfoKey``.
+    public static let statusDidChangeNotification = Notification.Name("ReachabilityStatusDidChange")
+    /// userInfo key: the new ``ReachabilityStatus``.
+    public static let statusUserInfoKey = "status"
+    /// userInfo key: the previous ``ReachabilityStatus``.
+    public static let previousStatusUserInfoKey = "previousStatus"
+    /// userInfo key: the new ``ReachabilityAnswer``.
+    public static let answerUserInfoKey = "answer"
+    /// userInfo key: the ``ReachabilityTarget``.
+    public static let targetUserInfoKey = "target"
+
+    /// The internet in the current namespace; call ``startListening()`` to be told of changes.
+    public static let shared: Reachability = Reachability(target: .internet, engine: {
+        try? ReachabilityEngine.shared(namespace: .current)
+    })
+
+    private struct State {
+        var target: ReachabilityTarget
+        var token: ReachabilityEngine.Token?
+        var generation = 0
+        var answer: ReachabilityAnswer?
+        weak var delegate: (any ReachabilityDelegate)?
+        var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
+        var allowsCellularConnection = true
+        var coalescingInterval: DispatchTimeInterval?
+        var pendingDelivery = false
+        var callbacksRunning = 0
+        var callbackThread: pthread_t?
+    }
+
+    private let state: Mutex<State>
+    private let engineProvider: @Sendable () -> ReachabilityEngine?
+    private let condition = NSCondition()
+    /// The queue callbacks, the delegate and notifications run on.
+    public let callbackQueue: DispatchQueue
+
+    private init(target: ReachabilityTarget, queue: DispatchQueue? = nil,
+                 engine: @escaping @Sendable () -> ReachabilityEngine?) {
+        state = Mutex(State(target: target))
+        engineProvider = engine
+        callbackQueue = queue ?? DispatchQueue(label: "Reachability.callbacks")
+    }
+
+    /// A monitor of any target in `namespace`.
+    /// - Parameters:
+    ///   - queue: Where callbacks, the delegate and notifications run (a serial queue; default:
+    ///     a private one).
+    ///   - resolver: Resolves host names. By default the process-wide engine of the namespace
+    ///     resolves with ``SystemHostResolver``; with a resolver of its own the monitor gets an
+    ///     engine of its own (still on the namespace's one kernel subscription).
+    /// - Throws: ``ReachabilityError/netlink(_:)`` when the namespace cannot be watched.
+    public convenience init(target: ReachabilityTarget, namespace: NetworkNamespace = .current,
+                            queue: DispatchQueue? = nil, resolver: (any HostResolver)? = nil) throws(ReachabilityError) {
+        let engine: ReachabilityEngine
+        do {
+            if let resolver {
+                engine = try ReachabilityEngine(namespace: namespace, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
+                                                resolver: resolver)
+                engine.start()
+            } else {
+                engine = try ReachabilityEngine.shared(namespace: namespace)
+            }
+        } catch { throw .netlink(error) }
+        self.init(target: target, queue: queue, engine: { engine })
+    }
+
+    /// A monitor of a host name (resolved in the namespace; re-resolved when the network changes).
+    /// - Throws: ``ReachabilityError/invalidTarget(_:)`` for a malformed name.
+    public convenience init(host: String, namespace: NetworkNamespace = .current, queue: DispatchQueue? = nil) throws(ReachabilityError) {
+        let target = try ReachabilityTarget(parsing: host)
+        try self.init(target: target, namespace: namespace, queue: queue)
+    }
+
+    /// A monitor of one address.
+    public convenience init(address: IPAddress, namespace: NetworkNamespace = .current, queue: DispatchQueue? = nil) throws(ReachabilityError) {
+        try self.init(target: .address(address), namespace: namespace, queue: queue)
+    }
+
+    /// A monitor of a remote address reached from a local one (source policy rules apply).
+    public convenience init(localAddress: IPAddress, remoteAddress: IPAddress, namespace: NetworkNamespace = .current,
+                            queue: DispatchQueue? = nil) throws(ReachabilityError) {
+        try self.init(target: .addressPair(local: localAddress, remote: remoteAddress), namespace: namespace, queue: queue)
+    }
+
+    deinit {
+        stopListening()
+    }
+
+    // MARK: - Querying
+
+    /// The target. Setting it resets the answer to unknown (``fxStatus`` is `.unknown`) and, while
+    /// listening, notifies only once the new target's answer is known (FXReachability).
+    public var target: ReachabilityTarget {
+        get { state.withLock { $0.target } }
+        set {
+            let listening = state.withLock { state -> Bool in
+                state.target = newValue
+                state.answer = nil
+                return state.token != nil
+            }
+            if listening { stopListening(); startListening() }
+        }
+    }
+
+    /// The full answer now: the kept one while listening, else a fresh evaluation.
+    public var answer: ReachabilityAnswer {
+        if let kept = state.withLock({ $0.token != nil ? $0.answer : nil }) { return kept }
+        guard let engine = engineProvider() else { return .notReachable(.lookupFailed(.failure)) }
+        return engine.currentAnswer(for: target)
+    }
+
+    /// The flags now.
+    public var flags: ReachabilityFlags { answer.flags }
+    /// This library's status now (Ethernet is not Wi-Fi).
+    public var status: ReachabilityStatus { answer.status }
+    /// Whether the target is reachable now.
+    public var isReachable: Bool { answer.isReachable }
+    /// Apple's sample status (`NetworkStatus`), which Nexum shares.
+    public var networkStatus: NetworkStatus { NetworkStatus(flags: flags) }
+    /// Alamofire's status; `.unknown` while listening has not produced an answer yet.
+    public var alamofireStatus: NetworkReachabilityStatus {
+        state.withLock { $0.token != nil && $0.answer == nil } ? .unknown : NetworkReachabilityStatus(flags: flags)
+    }
+    /// FXReachability's status; `.unknown` until the listening answer for the target is known.
+    public var fxStatus: FXReachabilityStatus {
+        guard let answer = state.withLock({ $0.answer }) else { return .unknown }
+        return FXReachabilityStatus(flags: answer.flags)
+    }
+    /// Ola's synchronous query.
+    public func reach() -> OlaStatus { OlaStatus(flags: flags) }
+    /// Whether ``connection`` may report cellular (Reachability.swift).
+    public var allowsCellularConnection: Bool {
+        get { state.withLock { $0.allowsCellularConnection } }
+        set { state.withLock { $0.allowsCellularConnection = newValue } }
+    }
+    /// Reachability.swift's connection.
+    public var connection: ReachabilityConnection {
+        ReachabilityConnection(flags: flags, allowsCellularConnection: allowsCellularConnection)
+    }
+
+    // MARK: - Being told
+
+    /// The delegate (held weakly), told on ``callbackQueue``.
+    public var delegate: (any ReachabilityDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// A closure called on ``callbackQueue`` with every change.
+    public var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)? {
+        get { state.withLock { $0.onChange } }
+        set { state.withLock { $0.onChange = newValue } }
+    }
+
+    /// Ola's installable callback: sets ``onChange`` to call `callback` with Ola's status, and
+    /// starts listening.
+    public func listen(_ callback: @escaping @Sendable (OlaStatus) -> Void) {
+        onChange = { _, answer in callback(OlaStatus(flags: answer.flags)) }
+        startListening()
+    }
+
+    /// Waits this long after a change and delivers only the answer then, if it still differs
+    /// from the last one delivered (default: `nil`, every change at once).
+    public var coalescingInterval: DispatchTimeInterval? {
+        get { state.withLock { $0.coalescingInterval } }
+        set { state.withLock { $0.coalescingInterval = newValue } }
+    }
+
+    /// Whether the monitor is listening.
+    public var isListening: Bool { state.withLock { $0.token != nil } }
+
+    /// Starts listening: the current answer is delivered first, then every change. Starting
+    /// twice is harmless.
+    public func startListening() {
+        guard let engine = engineProvider() else { return }
+        let (target, generation) = state.withLock { state -> (ReachabilityTarget?, Int) in
+            guard state.token == nil else { return (nil, 0) }
+            state.generation += 1
+            return (state.target, state.generation)
+        }
+        guard let target else { return }
+        let token = engine.watch(target) { [weak self] answer in
+            self?.received(answer, generation: generation)
+        }
+        let superseded = state.withLock { state -> Bool in
+            guard state.generation == generation else { return true }
+            state.token = token
+            return false
+        }
+        if superseded { engine.unwatch(token) }
+    }
+
+    /// Stops listening. After it returns no callback runs (unless it is called from one).
+    public func stopListening() {
+        let token = state.withLock { state -> ReachabilityEngine.Token? in
+            defer { state.token = nil; state.generation += 1 }
+            return state.token
+        }
+        if let token { engineProvider()?.unwatch(token) }
+        condition.lock()
+        while state.withLock({ $0.callbacksRunning > 0 && $0.callbackThread.map { pthread_equal($0, pthread_self()) == 0 } ?? false }) {
+            condition.wait()
+        }
+        condition.unlock()
+    }
+
+    /// Every answer as an asynchronous sequence: the current one first, then each change. The
+    /// sequence holds its own watch; it ends when the iterating task is cancelled.
+    public func updates() -> AsyncStream<ReachabilityAnswer> {
+        let (stream, continuation) = AsyncStream<ReachabilityAnswer>.makeStream()
+        guard let engine = engineProvider() else { continuation.finish(); return stream }
+        let token = engine.watch(target) { answer in continuation.yield(answer) }
+        continuation.onTermination = { _ in engine.unwatch(token) }
+        return stream
+    }
+
+    public var description: String { "Reachability(\(target))" }
+
+    // MARK: - Delivery
+
+    private func received(_ answer: ReachabilityAnswer, generation: Int) {
+        let interval = state.withLock { state -> DispatchTimeInterval?? in
+            guard state.generation == generation else { return .none }
+            return .some(state.coalescingInterval)
+        }
+        guard case .some(let coalescing) = interval else { return }
+        if let coalescing {
+            let schedule = state.withLock { state -> Bool in
+                defer { state.pendingDelivery = true }
+                return !state.pendingDelivery
+            }
+            pendingAnswer.withLock { $0 = answer }
+            if schedule {
+                callbackQueue.asyncAfter(deadline: .now() + coalescing) { [weak self] in
+                    guard let self else { return }
+                    self.state.withLock { $0.pendingDelivery = false }
+                    if let latest = self.pendingAnswer.withLock({ $0 }) { self.deliver(latest, generation: generation) }
+                }
+            }
+        } else {
+            callbackQueue.async { [weak self] in self?.deliver(answer, generation: generation) }
+        }
+    }
+
+    private let pendingAnswer = Mutex<ReachabilityAnswer?>(nil)
+
+    private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
+        let callbacks = state.withLock { state -> (previous: ReachabilityAnswer?, delegate: (any ReachabilityDelegate)?,
+                                                  onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?)? in
+            guard state.generation == generation else { return nil }
+            if let previous = state.answer, previous.isSameAnswer(as: answer) { return nil }
+            let previous = state.answer
+            state.answer = answer
+            state.callbacksRunning += 1
+            state.callbackThread = pthread_self()
+            return (previous, state.delegate, state.onChange)
+        }
+        guard let callbacks else { return }
+        defer {
+            condition.lock()
+            state.withLock { state in
+                state.callbacksRunning -= 1
+                if state.callbacksRunning == 0 { state.callbackThread = nil }
+            }
+            condition.broadcast()
+            condition.unlock()
+        }
+        callbacks.delegate?.reachability(self, didChange: answer)
+        callbacks.onChange?(self, answer)
+        var userInfo: [AnyHashable: Any] = [
+            Self.statusUserInfoKey: answer.status, Self.answerUserInfoKey: answer, Self.targetUserInfoKey: target,
+        ]
+        if let previous = callbacks.previous { userInfo[Self.previousStatusUserInfoKey] = previous.status }
+        NotificationCenter.default.post(name: Self.statusDidChangeNotification, object: self, userInfo: userInfo)
+    }
+}

@@ -1,0 +1,241 @@
+import Dispatch
+import Netlink
+import Synchronization
+
+/// The evaluation loop of one namespace, shared by every monitor in the process that watches it.
+///
+/// It observes the namespace's one ``NetlinkSubscription`` on a private serial queue. After each
+/// batch of kernel events (one netlink read) it reclassifies links if they changed and
+/// evaluates every watched target once, however many monitors watch it, and tells each
+/// watcher only when the answer really changed. Host names are resolved off the queue and
+/// re-resolved when addresses or default routes change; until the first resolution finishes
+/// a host is answered optimistically from the default routes, as Apple does.
+final class ReachabilityEngine: Sendable {
+    /// Receives answers on the engine's queue.
+    typealias Watcher = @Sendable (ReachabilityAnswer) -> Void
+
+    final class Token: Sendable {
+        let id: UInt64
+        let target: ReachabilityTarget
+        init(id: UInt64, target: ReachabilityTarget) { self.id = id; self.target = target }
+    }
+
+    private struct Entry {
+        var answer: ReachabilityAnswer?
+        var addresses: [IPAddress]?
+        /// Resolutions started, and the newest one whose result was applied.
+        var resolutionGeneration = 0
+        var appliedResolution = 0
+        /// Watchers, and whether each has had its first answer (only those get changes).
+        var watchers: [UInt64: (watcher: Watcher, ready: Bool)] = [:]
+    }
+
+    private struct State {
+        var entries: [ReachabilityTarget: Entry] = [:]
+        var nextID: UInt64 = 1
+        var evaluationScheduled = false
+        var networkChangedForHosts = false
+        var observation: NetlinkObservation?
+        var evaluations = 0
+    }
+
+    let namespace: NetworkNamespace
+    let queue: DispatchQueue
+    let subscription: NetlinkSubscription
+    private let connection: NetlinkConnection
+    let classifier: LinkClassificationCache
+    private let resolver: any HostResolver
+    private let state = Mutex(State())
+
+    private static let registry = Mutex<[NetworkNamespace.Identity: ReachabilityEngine]>([:])
+
+    /// The engine of `namespace`, created on first use and kept for the life of the process
+    /// (like the subscription it observes).
+    static func shared(namespace: NetworkNamespace) throws(NetlinkError) -> ReachabilityEngine {
+        let identity = try namespace.identity()
+        if let engine = registry.withLock({ $0[identity] }) { return engine }
+        let engine = try ReachabilityEngine(namespace: namespace, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
+                                            resolver: SystemHostResolver(namespace: namespace))
+        return registry.withLock { engines in
+            if let existing = engines[identity] { return existing }
+            engines[identity] = engine
+            engine.start()
+            return engine
+        }
+    }
+
+    init(namespace: NetworkNamespace, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy,
+         resolver: any HostResolver) throws(NetlinkError) {
+        self.namespace = namespace
+        queue = DispatchQueue(label: "Reachability.engine \(namespace)")
+        subscription = try NetlinkSubscription.shared(namespace: namespace)
+        connection = try NetlinkConnection(namespace: namespace)
+        classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
+        self.resolver = resolver
+    }
+
+    func start() {
+        let observation = subscription.observe(on: queue) { [weak self] event in
+            self?.received(event)
+        }
+        state.withLock { $0.observation = observation }
+    }
+
+    /// How many target evaluations ran (for tests of "one evaluation per target").
+    var evaluationCount: Int { state.withLock { $0.evaluations } }
+
+    /// Starts watching `target`: `watcher` gets the current answer first (on the engine's
+    /// queue), then every real change.
+    func watch(_ target: ReachabilityTarget, _ watcher: @escaping Watcher) -> Token {
+        let token = state.withLock { state -> Token in
+            let token = Token(id: state.nextID, target: target)
+            state.nextID += 1
+            state.entries[target, default: Entry()].watchers[token.id] = (watcher, false)
+            return token
+        }
+        // On the serial queue nothing evaluates between reading the answer and marking the
+        // watcher ready, so it gets the current answer once and then exactly the later changes.
+        queue.async { [self] in
+            let answer = state.withLock { $0.entries[target]?.answer } ?? evaluateAndStore(target)
+            let stillWatching = state.withLock { state -> Bool in
+                guard state.entries[target]?.watchers[token.id] != nil else { return false }
+                state.entries[target]!.watchers[token.id]!.ready = true
+                return true
+            }
+            if stillWatching { watcher(answer) }
+        }
+        return token
+    }
+
+    /// Stops a watch; the target is forgotten when nobody watches it.
+    func unwatch(_ token: Token) {
+        state.withLock { state in
+            state.entries[token.target]?.watchers[token.id] = nil
+            if state.entries[token.target]?.watchers.isEmpty == true { state.entries[token.target] = nil }
+        }
+    }
+
+    /// The answer for `target` now: the kept one if it is watched, else a fresh evaluation
+    /// (a host not yet resolved is answered optimistically and its resolution started).
+    func currentAnswer(for target: ReachabilityTarget) -> ReachabilityAnswer {
+        if let kept = state.withLock({ $0.entries[target]?.answer }) { return kept }
+        return evaluate(target, addresses: state.withLock { $0.entries[target]?.addresses })
+    }
+
+    // MARK: - On the queue
+
+    private func received(_ event: NetlinkEvent) {
+        let schedule = state.withLock { state -> Bool in
+            switch event {
+            case .address, .route, .snapshot, .resynchronized: state.networkChangedForHosts = true
+            case .link: break
+            }
+            defer { state.evaluationScheduled = true }
+            return !state.evaluationScheduled
+        }
+        // Events of one netlink read arrive in one block on this queue; evaluating in the next
+        // block evaluates once per read, whatever the number of events.
+        if schedule { queue.async { [self] in evaluateAll() } }
+    }
+
+    private func evaluateAll() {
+        let (targets, reresolve) = state.withLock { state -> ([ReachabilityTarget], Bool) in
+            state.evaluationScheduled = false
+            defer { state.networkChangedForHosts = false }
+            return (Array(state.entries.keys), state.networkChangedForHosts)
+        }
+        for target in targets {
+            if reresolve, case .host = target { resolve(target) }
+            evaluateAndStore(target)
+        }
+    }
+
+    /// Evaluates `target`, stores the answer and tells the watchers if it changed.
+    @discardableResult
+    private func evaluateAndStore(_ target: ReachabilityTarget) -> ReachabilityAnswer {
+        let addresses = state.withLock { $0.entries[target]?.addresses }
+        if case .host = target, addresses == nil,
+           state.withLock({ ($0.entries[target]?.resolutionGeneration ?? 1) == 0 }) {
+            resolve(target)
+        }
+        let answer = evaluate(target, addresses: addresses)
+        let watchers = state.withLock { state -> [Watcher] in
+            state.evaluations += 1
+            guard var entry = state.entries[target] else { return [] }
+            let previous = entry.answer
+            entry.answer = answer
+            state.entries[target] = entry
+            guard let previous, !previous.isSameAnswer(as: answer) else { return [] }
+            return entry.watchers.values.filter(\.ready).map(\.watcher)
+        }
+        for watcher in watchers { watcher(answer) }
+        return answer
+    }
+
+    /// Starts resolving a host name; the result is stored and evaluated on the queue.
+    private func resolve(_ target: ReachabilityTarget) {
+        guard case .host(let name) = target else { return }
+        let generation = state.withLock { state -> Int? in
+            guard state.entries[target] != nil else { return nil }
+            state.entries[target]!.resolutionGeneration += 1
+            return state.entries[target]!.resolutionGeneration
+        }
+        guard let generation else { return }
+        let resolver = self.resolver
+        Task.detached { [weak self] in
+            let addresses = (try? await resolver.resolve(name)) ?? []
+            guard let self else { return }
+            self.queue.async {
+                // A newer result than the last applied one wins, so answers land under churn too.
+                let current = self.state.withLock { state -> Bool in
+                    guard let applied = state.entries[target]?.appliedResolution, generation > applied else { return false }
+                    state.entries[target]!.appliedResolution = generation
+                    state.entries[target]!.addresses = addresses
+                    return true
+                }
+                if current { self.evaluateAndStore(target) }
+            }
+        }
+    }
+
+    /// The pure part: the subscription's state, kernel lookups, classifications.
+    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?) -> ReachabilityAnswer {
+        let network = subscription.state
+        let classifications = classifier.classifications(of: network.links.values)
+        func lookup(_ destination: IPAddress, from source: IPAddress? = nil) -> ReachabilityAnswer {
+            do {
+                let result = try connection.lookupRoute(to: destination, from: source)
+                return ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
+                                                      classifications: classifications)
+            } catch {
+                return .notReachable(.lookupFailed(error), address: destination)
+            }
+        }
+        switch target {
+        case .internet:
+            return ReachabilityEvaluator.evaluateInternet(network, classifications: classifications)
+        case .address(let address):
+            return lookup(address)
+        case .addressPair(let local, let remote):
+            return lookup(remote, from: local)
+        case .host:
+            guard let addresses else {
+                // Optimistic until resolution finishes: the internet's answer.
+                var answer = ReachabilityEvaluator.evaluateInternet(network, classifications: classifications)
+                answer.route = nil
+                return answer
+            }
+            guard !addresses.isEmpty else { return .notReachable(.unresolved) }
+            return ReachabilityEvaluator.best(of: addresses.map { lookup($0) }) ?? .notReachable(.unresolved)
+        }
+    }
+}
+
+extension ReachabilityAnswer {
+    /// Whether two answers say the same to a user: flags, link (and its classification),
+    /// gateway, address and reason. Route details such as metrics or flags are not compared.
+    func isSameAnswer(as other: ReachabilityAnswer) -> Bool {
+        flags == other.flags && interface == other.interface && gateway == other.gateway
+            && address == other.address && reason == other.reason
+    }
+}

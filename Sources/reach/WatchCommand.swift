@@ -1,0 +1,94 @@
+import ArgumentParser
+import Dispatch
+import Netlink
+import Reachability
+import Synchronization
+
+/// `reach watch`: the answer for each target now, then one line per real change.
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print the answer for each target now, then one line per change.",
+        discussion: """
+            Each TARGET is an IPv4 or IPv6 address or a host name; without one, the internet. \
+            With --json every line is a `check` object plus "time" (ISO 8601). Lines are \
+            flushed one by one. Runs until interrupted.
+            """)
+
+    @Argument(help: "Addresses or host names (default: the internet).")
+    var targets: [String] = []
+
+    @Flag(help: "Print one JSON object per line.")
+    var json = false
+
+    @OptionGroup var namespaceOption: NamespaceOption
+
+    /// The monitors live as long as the process prints.
+    private static let keepAlive = Mutex<[Reachability]>([])
+
+    func run() async throws {
+        let parsed = try targets.map { text throws(ReachabilityError) in (text, try ReachabilityTarget(parsing: text)) }
+        let namespace = try namespaceOption.namespace()
+        let printQueue = DispatchQueue(label: "reach.watch")
+        let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
+            .map { text, target throws(ReachabilityError) -> Reachability in
+                let monitor = try Reachability(target: target, namespace: namespace, queue: printQueue)
+                let json = self.json
+                monitor.onChange = { _, answer in
+                    let addresses = answer.address.map { [$0] } ?? []
+                    if json {
+                        guard case .object(let fields) = answer.json(target: text, addresses: addresses) else { return }
+                        Output.line(JSON.object(fields + [("time", .string(iso8601Now()))]).serialized)
+                    } else {
+                        Output.line(iso8601Now() + "  " + answer.humanLine(target: text ?? "internet"))
+                    }
+                }
+                return monitor
+            }
+        Self.keepAlive.withLock { $0 = monitors }
+        for monitor in monitors { monitor.startListening() }
+        // Runs until interrupted; the monitors print from their queue.
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+}
+
+/// `reach wait`: block until a target is reachable.
+struct WaitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Wait until a target is reachable (exit 0), or until the timeout (exit 1).",
+        discussion: "Waits on kernel events, never by polling. Without a timeout it waits forever.")
+
+    @Argument(help: "An IPv4 or IPv6 address or a host name (default: the internet).")
+    var target: String?
+
+    @Option(help: ArgumentHelp("Give up after this many seconds (exit 1).", valueName: "SECONDS"))
+    var timeout: Double?
+
+    @OptionGroup var namespaceOption: NamespaceOption
+
+    func validate() throws {
+        if let timeout, !(timeout >= 0 && timeout.isFinite) { throw ValidationError("--timeout must be a number of seconds, 0 or more") }
+    }
+
+    func run() async throws {
+        let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
+        let monitor = try Reachability(target: parsed, namespace: try namespaceOption.namespace())
+        let reachable = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await answer in monitor.updates() where answer.isReachable { return true }
+                return false
+            }
+            if let timeout {
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
+                    return false
+                }
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if !reachable { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,197 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import Netlink
+import NetnsTestSupport
+@testable import Reachability
+
+/// Collects what a monitor delivers.
+final class Deliveries: Sendable {
+    let answers = Mutex<[ReachabilityAnswer]>([])
+    var count: Int { answers.withLock { $0.count } }
+    var last: ReachabilityAnswer? { answers.withLock { $0.last } }
+    func append(_ answer: ReachabilityAnswer) { answers.withLock { $0.append(answer) } }
+}
+
+final class RecordingDelegate: ReachabilityDelegate {
+    let deliveries = Deliveries()
+    func reachability(_ reachability: Reachability, didChange answer: ReachabilityAnswer) { deliveries.append(answer) }
+}
+
+/// A namespace with one veth pair: 10.1.0.1/24 on va; the peer vb holds the carrier.
+private func wiredNamespace(_ label: String) throws -> TestNamespace {
+    let ns = try TestNamespace(label)
+    try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                  "address add 10.1.0.1/24 dev va", "link add vx type veth peer name vy"])
+    _ = eventually { (try? ns.ipJSON("link", "show", "dev", "va").first?["flags"] as? [String])?.contains("LOWER_UP") == true }
+    return ns
+}
+
+/// Waits a little for deliveries that must not come (a liveness bound, not a timing assertion).
+private func settle() { usleep(300_000) }
+
+@Suite("Monitors", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct MonitorTests {
+    static let target = IPAddress("10.1.0.9")!
+
+    @Test func firstTheAnswerThenOnlyRealChanges() throws {
+        let ns = try wiredNamespace("mon1")
+        defer { ns.delete() }
+        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        monitor.startListening()  // harmless
+        #expect(eventually { deliveries.count == 1 })
+        #expect(deliveries.last?.isReachable == true)
+        #expect(deliveries.last?.interface?.name == "va")
+        #expect(monitor.isListening)
+
+        // Changes that do not touch the answer: none delivered.
+        try ns.batch(["address add 10.7.0.1/24 dev vx", "link set vx up", "route add 10.8.0.0/16 dev vx",
+                      "address add 10.1.0.50/24 dev va"])
+        settle()
+        #expect(deliveries.count == 1)
+
+        // Carrier lost, then back: exactly two deliveries, however many kernel events.
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { deliveries.count == 2 })
+        #expect(deliveries.last?.reason == .noCarrier)
+        #expect(monitor.flags.isEmpty)
+        try ns.ip("link", "set", "vb", "up")
+        #expect(eventually { deliveries.count == 3 })
+        settle()
+        #expect(deliveries.count == 3)
+        #expect(monitor.status == .reachableViaOther)
+
+        // After stopListening returns, nothing is delivered; queries still answer.
+        monitor.stopListening()
+        #expect(!monitor.isListening)
+        try ns.ip("link", "set", "vb", "down")
+        settle()
+        #expect(deliveries.count == 3)
+        #expect(eventually { !monitor.isReachable })
+    }
+
+    @Test func manyMonitorsOfOneTargetShareOneEvaluation() throws {
+        let ns = try wiredNamespace("mon2")
+        defer { ns.delete() }
+        let namespace = try NetworkNamespace.named(ns.name)
+        let engine = try ReachabilityEngine.shared(namespace: namespace)
+        let deliveries = (0..<200).map { _ in Deliveries() }
+        let monitors = try deliveries.map { collected in
+            let monitor = try Reachability(address: Self.target, namespace: namespace)
+            monitor.onChange = { _, answer in collected.append(answer) }
+            monitor.startListening()
+            return monitor
+        }
+        #expect(eventually { deliveries.allSatisfy { $0.count == 1 } })
+        let before = engine.evaluationCount
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { deliveries.allSatisfy { $0.count == 2 } })
+        settle()
+        #expect(deliveries.allSatisfy { $0.count == 2 })
+        // One target, one evaluation per netlink read: a handful, not 200.
+        #expect(engine.evaluationCount - before < 20)
+        withExtendedLifetime(monitors) {}
+    }
+
+    @Test func everyWayOfBeingToldIsTold() async throws {
+        let ns = try wiredNamespace("mon3")
+        defer { ns.delete() }
+        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let delegate = RecordingDelegate()
+        monitor.delegate = delegate
+        typealias Posted = (status: ReachabilityStatus?, previous: ReachabilityStatus?, target: ReachabilityTarget?)
+        let notified = Mutex<[Posted]>([])
+        let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
+                                                              object: monitor, queue: nil) { note in
+            let info = note.userInfo ?? [:]
+            let posted: Posted = (info[Reachability.statusUserInfoKey] as? ReachabilityStatus,
+                                  info[Reachability.previousStatusUserInfoKey] as? ReachabilityStatus,
+                                  info[Reachability.targetUserInfoKey] as? ReachabilityTarget)
+            notified.withLock { $0.append(posted) }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        monitor.startListening()
+        #expect(eventually { delegate.deliveries.count == 1 && notified.withLock { $0.count } == 1 })
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { delegate.deliveries.count == 2 && notified.withLock { $0.count } == 2 })
+        let second = notified.withLock { $0[1] }
+        #expect(second.status == .notReachable)
+        #expect(second.previous == .reachableViaOther)
+        #expect(second.target == .address(Self.target))
+        #expect(notified.withLock { $0[0].previous } == nil)
+
+        // The AsyncSequence: the current answer first, then the change.
+        var iterator = monitor.updates().makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.reason == .noCarrier)
+        try ns.ip("link", "set", "vb", "up")
+        let next = await iterator.next()
+        #expect(next?.isReachable == true)
+        monitor.stopListening()
+    }
+
+    @Test func releasingTheObjectStopsIt() throws {
+        let ns = try wiredNamespace("mon4")
+        defer { ns.delete() }
+        let deliveries = Deliveries()
+        weak var weakMonitor: Reachability?
+        do {
+            let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+            monitor.onChange = { _, answer in deliveries.append(answer) }
+            monitor.startListening()
+            #expect(eventually { deliveries.count == 1 })
+            weakMonitor = monitor
+        }
+        #expect(eventually { weakMonitor == nil })
+        try ns.ip("link", "set", "vb", "down")
+        settle()
+        #expect(deliveries.count == 1)
+    }
+
+    @Test func changingTheTargetResetsToUnknownAndTellsOnceKnown() throws {
+        let ns = try wiredNamespace("mon5")
+        defer { ns.delete() }
+        try ns.ip("route", "add", "blackhole", "198.51.100.0/24")
+        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        #expect(eventually { deliveries.count == 1 })
+        #expect(monitor.fxStatus == .reachableViaWiFi)
+        monitor.target = .address(IPAddress("198.51.100.1")!)
+        #expect(eventually { deliveries.count == 2 })
+        #expect(deliveries.last?.reason == .blackholeRoute)
+        #expect(monitor.fxStatus == .notReachable)
+        #expect(monitor.reach() == .unknown)
+        #expect(monitor.connection == .unavailable)
+        monitor.stopListening()
+    }
+
+    @Test func hostNamesComeFromAnInjectedResolverOrTheNamespacesHostsFile() throws {
+        let ns = try wiredNamespace("mon6")
+        defer { ns.delete() }
+        let resolver = StaticHostResolver(["api.example.test": [IPAddress("203.0.113.5")!, IPAddress("10.1.0.7")!]])
+        let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        #expect(eventually { deliveries.last?.address == IPAddress("10.1.0.7") })
+        #expect(deliveries.last?.isReachable == true)
+        monitor.stopListening()
+
+        let directory = "/etc/netns/\(ns.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "10.1.0.8 db.example.test\n".write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
+        let fromFile = try Reachability(host: "db.example.test", namespace: .named(ns.name))
+        let fileDeliveries = Deliveries()
+        fromFile.onChange = { _, answer in fileDeliveries.append(answer) }
+        fromFile.startListening()
+        #expect(eventually { fileDeliveries.last?.address == IPAddress("10.1.0.8") })
+        fromFile.stopListening()
+    }
+}
