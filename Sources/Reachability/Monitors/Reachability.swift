@@ -42,20 +42,17 @@ public final class Reachability: Sendable, CustomStringConvertible {
     private struct State {
         var target: ReachabilityTarget
         var token: ReachabilityEngine.Token?
-        var generation = 0
         var answer: ReachabilityAnswer?
         weak var delegate: (any ReachabilityDelegate)?
         var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
         var allowsCellularConnection = true
         var coalescingInterval: DispatchTimeInterval?
         var pendingDelivery = false
-        var callbacksRunning = 0
-        var callbackThread: pthread_t?
     }
 
     private let state: Mutex<State>
     private let engineProvider: @Sendable () -> ReachabilityEngine?
-    private let condition = NSCondition()
+    private let gate = CallbackGate()
     /// The queue callbacks, the delegate and notifications run on.
     public let callbackQueue: DispatchQueue
 
@@ -198,17 +195,19 @@ public final class Reachability: Sendable, CustomStringConvertible {
     /// twice is harmless.
     public func startListening() {
         guard let engine = engineProvider() else { return }
-        let (target, generation) = state.withLock { state -> (ReachabilityTarget?, Int) in
-            guard state.token == nil else { return (nil, 0) }
-            state.generation += 1
-            return (state.target, state.generation)
+        let placeholder = ReachabilityEngine.Token(id: 0, target: .internet)
+        let target = state.withLock { state -> ReachabilityTarget? in
+            guard state.token == nil else { return nil }
+            state.token = placeholder
+            return state.target
         }
         guard let target else { return }
+        let generation = gate.open()
         let token = engine.watch(target) { [weak self] answer in
             self?.received(answer, generation: generation)
         }
         let superseded = state.withLock { state -> Bool in
-            guard state.generation == generation else { return true }
+            guard state.token === placeholder, gate.generation == generation else { return true }
             state.token = token
             return false
         }
@@ -218,15 +217,11 @@ public final class Reachability: Sendable, CustomStringConvertible {
     /// Stops listening. After it returns no callback runs (unless it is called from one).
     public func stopListening() {
         let token = state.withLock { state -> ReachabilityEngine.Token? in
-            defer { state.token = nil; state.generation += 1 }
+            defer { state.token = nil }
             return state.token
         }
         if let token { engineProvider()?.unwatch(token) }
-        condition.lock()
-        while state.withLock({ $0.callbacksRunning > 0 && $0.callbackThread.map { pthread_equal($0, pthread_self()) == 0 } ?? false }) {
-            condition.wait()
-        }
-        condition.unlock()
+        gate.close()
     }
 
     /// Every answer as an asynchronous sequence: the current one first, then each change. The
@@ -244,12 +239,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
     // MARK: - Delivery
 
     private func received(_ answer: ReachabilityAnswer, generation: Int) {
-        let interval = state.withLock { state -> DispatchTimeInterval?? in
-            guard state.generation == generation else { return .none }
-            return .some(state.coalescingInterval)
-        }
-        guard case .some(let coalescing) = interval else { return }
-        if let coalescing {
+        guard gate.generation == generation else { return }
+        if let coalescing = state.withLock({ $0.coalescingInterval }) {
             let schedule = state.withLock { state -> Bool in
                 defer { state.pendingDelivery = true }
                 return !state.pendingDelivery
@@ -270,32 +261,25 @@ public final class Reachability: Sendable, CustomStringConvertible {
     private let pendingAnswer = Mutex<ReachabilityAnswer?>(nil)
 
     private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
-        let callbacks = state.withLock { state -> (previous: ReachabilityAnswer?, delegate: (any ReachabilityDelegate)?,
-                                                  onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?)? in
-            guard state.generation == generation else { return nil }
-            if let previous = state.answer, previous.isSameAnswer(as: answer) { return nil }
-            let previous = state.answer
-            state.answer = answer
-            state.callbacksRunning += 1
-            state.callbackThread = pthread_self()
-            return (previous, state.delegate, state.onChange)
-        }
-        guard let callbacks else { return }
-        defer {
-            condition.lock()
-            state.withLock { state in
-                state.callbacksRunning -= 1
-                if state.callbacksRunning == 0 { state.callbackThread = nil }
+        gate.run(generation: generation) {
+            let callbacks = state.withLock { state -> (previous: ReachabilityAnswer?, delegate: (any ReachabilityDelegate)?,
+                                                      onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?)? in
+                if let previous = state.answer, previous.isSameAnswer(as: answer) { return nil }
+                defer { state.answer = answer }
+                return (state.answer, state.delegate, state.onChange)
             }
-            condition.broadcast()
-            condition.unlock()
+            guard let callbacks else { return }
+            callbacks.delegate?.reachability(self, didChange: answer)
+            callbacks.onChange?(self, answer)
+            postNotification(answer, previous: callbacks.previous)
         }
-        callbacks.delegate?.reachability(self, didChange: answer)
-        callbacks.onChange?(self, answer)
+    }
+
+    private func postNotification(_ answer: ReachabilityAnswer, previous: ReachabilityAnswer?) {
         var userInfo: [AnyHashable: Any] = [
             Self.statusUserInfoKey: answer.status, Self.answerUserInfoKey: answer, Self.targetUserInfoKey: target,
         ]
-        if let previous = callbacks.previous { userInfo[Self.previousStatusUserInfoKey] = previous.status }
+        if let previous { userInfo[Self.previousStatusUserInfoKey] = previous.status }
         NotificationCenter.default.post(name: Self.statusDidChangeNotification, object: self, userInfo: userInfo)
     }
 }

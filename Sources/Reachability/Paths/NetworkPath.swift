@@ -1,0 +1,148 @@
+import Netlink
+
+/// A link a path can use (NWInterface).
+public struct NetworkInterface: Sendable, Hashable, CustomStringConvertible {
+    /// The interface name.
+    public var name: String
+    /// The interface index.
+    public var index: Int32
+    /// The link's classification.
+    public var classification: LinkClassification
+    /// The link's type.
+    public var type: InterfaceType { classification.type }
+
+    /// An interface as given.
+    public init(name: String, index: Int32, classification: LinkClassification) {
+        self.name = name
+        self.index = index
+        self.classification = classification
+    }
+
+    /// The name.
+    public var description: String { name }
+}
+
+/// The state of the way out of this host, in NWPath's terms.
+public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
+    /// NWPath.Status.
+    public enum Status: Sendable, Hashable, CustomStringConvertible {
+        /// A default route goes through a usable, allowed link.
+        case satisfied
+        /// No allowed link carries a usable default route.
+        case unsatisfied
+        /// An allowed link carries a default route but waits for a connection (dormant).
+        case requiresConnection
+
+        /// `satisfied`, `unsatisfied`, `requiresConnection`.
+        public var description: String {
+            switch self {
+            case .satisfied: return "satisfied"
+            case .unsatisfied: return "unsatisfied"
+            case .requiresConnection: return "requiresConnection"
+            }
+        }
+    }
+
+    /// Why a path is not satisfied (NWPath.UnsatisfiedReason).
+    public enum UnsatisfiedReason: Sendable, Hashable {
+        /// The path is satisfied, or nothing more specific is known.
+        case notAvailable
+        /// Only cellular links could carry traffic, and the monitor prohibits them.
+        case cellularDenied
+        /// Only Wi-Fi links could carry traffic, and the monitor prohibits them.
+        case wifiDenied
+        /// Only links of prohibited (or not the required) types could carry traffic.
+        case interfaceTypeDenied
+    }
+
+    /// Whether the path can carry traffic.
+    public var status: Status
+    /// Why not; `.notAvailable` when satisfied or when nothing is more specific.
+    public var unsatisfiedReason: UnsatisfiedReason
+    /// The links with a usable default route, in order of preference (route metric, IPv4 first).
+    public var availableInterfaces: [NetworkInterface]
+    /// The gateways of the usable default routes, in order of preference.
+    public var gateways: [IPAddress]
+    /// Whether a usable IPv4 default route exists.
+    public var supportsIPv4: Bool
+    /// Whether a usable IPv6 default route exists.
+    public var supportsIPv6: Bool
+    /// Whether a name server is configured and the kernel routes it through a usable link.
+    public var supportsDNS: Bool
+
+    /// A path as given.
+    public init(status: Status, unsatisfiedReason: UnsatisfiedReason = .notAvailable, availableInterfaces: [NetworkInterface] = [],
+                gateways: [IPAddress] = [], supportsIPv4: Bool = false, supportsIPv6: Bool = false, supportsDNS: Bool = false) {
+        self.status = status
+        self.unsatisfiedReason = unsatisfiedReason
+        self.availableInterfaces = availableInterfaces
+        self.gateways = gateways
+        self.supportsIPv4 = supportsIPv4
+        self.supportsIPv6 = supportsIPv6
+        self.supportsDNS = supportsDNS
+    }
+
+    /// Whether the path uses a link of this type (any of ``availableInterfaces``).
+    public func usesInterfaceType(_ type: InterfaceType) -> Bool {
+        availableInterfaces.contains { $0.type == type }
+    }
+
+    /// Whether the preferred link is expensive.
+    public var isExpensive: Bool { availableInterfaces.first?.classification.isExpensive ?? false }
+    /// Whether the preferred link is constrained (user policy, ``ConstrainedLinkPolicy``).
+    public var isConstrained: Bool { availableInterfaces.first?.classification.isConstrained ?? false }
+
+    /// Such as `satisfied (eth0, wlan0) IPv4 IPv6 DNS`.
+    public var description: String {
+        var text = "\(status)"
+        if !availableInterfaces.isEmpty { text += " (" + availableInterfaces.map(\.name).joined(separator: ", ") + ")" }
+        if supportsIPv4 { text += " IPv4" }
+        if supportsIPv6 { text += " IPv6" }
+        if supportsDNS { text += " DNS" }
+        if isExpensive { text += " expensive" }
+        if isConstrained { text += " constrained" }
+        return text
+    }
+
+    /// The path of a namespace's state (pure).
+    /// - Parameters:
+    ///   - required: Only links of this type may be used.
+    ///   - prohibited: Links of these types may not be used.
+    ///   - nameServerReachable: Whether a configured name server is routed through a usable link.
+    public static func evaluate(_ state: NetworkState, classifications: [Int32: LinkClassification],
+                                required: InterfaceType? = nil, prohibited: Set<InterfaceType> = [],
+                                nameServerReachable: Bool = false) -> NetworkPath {
+        let routes = state.defaultRoutes.values
+            .filter { $0.table == .main && $0.type == .unicast }
+            .sorted { ($0.metric, $0.family.rawValue) < ($1.metric, $1.family.rawValue) }
+        var usable: [(Route, ReachabilityAnswer)] = []
+        var waiting = false
+        var denied: Set<InterfaceType> = []
+        for route in routes {
+            let answer = ReachabilityEvaluator.evaluate(route: route, links: state.links, classifications: classifications)
+            guard let interface = answer.interface else { continue }
+            let allowed = (required.map { $0 == interface.type } ?? true) && !prohibited.contains(interface.type)
+            if answer.isReachable {
+                if allowed { usable.append((route, answer)) } else { denied.insert(interface.type) }
+            } else if answer.flags.contains(.connectionRequired), allowed {
+                waiting = true
+            }
+        }
+        var interfaces: [NetworkInterface] = []
+        for (_, answer) in usable {
+            guard let interface = answer.interface, !interfaces.contains(where: { $0.index == interface.index }) else { continue }
+            interfaces.append(NetworkInterface(name: interface.name, index: interface.index, classification: interface.classification))
+        }
+        let status: Status = !usable.isEmpty ? .satisfied : waiting ? .requiresConnection : .unsatisfied
+        var reason = UnsatisfiedReason.notAvailable
+        if status == .unsatisfied, !denied.isEmpty {
+            reason = denied == [.cellular] ? .cellularDenied : denied == [.wifi] ? .wifiDenied : .interfaceTypeDenied
+        }
+        var gateways: [IPAddress] = []
+        for (route, _) in usable { if let gateway = route.gateway, !gateways.contains(gateway) { gateways.append(gateway) } }
+        return NetworkPath(status: status, unsatisfiedReason: reason, availableInterfaces: interfaces, gateways: gateways,
+                           supportsIPv4: usable.contains { $0.0.family == .ipv4 },
+                           supportsIPv6: usable.contains { $0.0.family == .ipv6 },
+                           supportsDNS: status == .satisfied && nameServerReachable)
+    }
+}

@@ -1,0 +1,209 @@
+import Dispatch
+import Foundation
+import Netlink
+import Synchronization
+
+/// A monitor of the way out of this host, in NWPathMonitor's style.
+///
+/// ``start(queue:)`` delivers the current path at once, then every change, to
+/// ``pathUpdateHandler`` on that queue; `for await path in monitor` does the same without a
+/// handler. Every monitor of a namespace shares its one kernel subscription. After ``cancel()``
+/// returns no handler runs (unless it is called from the handler); a cancelled monitor cannot be
+/// restarted, and says so: ``start(queue:)`` returns `false`, ``isCancelled`` is `true`, and its
+/// sequences end.
+public final class NetworkPathMonitor: Sendable, AsyncSequence {
+    public typealias Element = NetworkPath
+
+    /// Only links of this type may carry the path.
+    public let requiredInterfaceType: InterfaceType?
+    /// Links of these types may not carry the path.
+    public let prohibitedInterfaceTypes: Set<InterfaceType>
+    /// The namespace watched.
+    public let namespace: NetworkNamespace
+
+    private struct State {
+        var current: NetworkPath?
+        var handler: (@Sendable (NetworkPath) -> Void)?
+        var queue: DispatchQueue?
+        var started = false
+        var cancelled = false
+        var observation: NetlinkObservation?
+        var evaluationScheduled = false
+        var streams: [UInt64: AsyncStream<NetworkPath>.Continuation] = [:]
+        var nextStream: UInt64 = 0
+    }
+    private let state = Mutex(State())
+    private let gate = CallbackGate()
+    private let engine: ReachabilityEngine?
+    private let evaluationQueue: DispatchQueue
+    /// Why the namespace cannot be watched, if it cannot (the path is then unsatisfied).
+    public let error: ReachabilityError?
+
+    /// A monitor of `namespace`, optionally restricted to or excluding link types.
+    public init(namespace: NetworkNamespace = .current, requiredInterfaceType: InterfaceType? = nil,
+                prohibitedInterfaceTypes: [InterfaceType] = []) {
+        self.namespace = namespace
+        self.requiredInterfaceType = requiredInterfaceType
+        self.prohibitedInterfaceTypes = Set(prohibitedInterfaceTypes)
+        evaluationQueue = DispatchQueue(label: "NetworkPathMonitor")
+        do {
+            engine = try ReachabilityEngine.shared(namespace: namespace)
+            error = nil
+        } catch {
+            engine = nil
+            self.error = .netlink(error)
+        }
+    }
+
+    /// A monitor of paths over links of one type only.
+    public convenience init(requiredInterfaceType: InterfaceType) {
+        self.init(namespace: .current, requiredInterfaceType: requiredInterfaceType)
+    }
+
+    /// A monitor of paths over links of any type but these.
+    public convenience init(prohibitedInterfaceTypes: [InterfaceType]) {
+        self.init(namespace: .current, prohibitedInterfaceTypes: prohibitedInterfaceTypes)
+    }
+
+    deinit {
+        cancel()
+    }
+
+    /// The handler of path updates, called on the start queue.
+    public var pathUpdateHandler: (@Sendable (NetworkPath) -> Void)? {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
+    }
+
+    /// The path now (evaluated at once if the monitor has not delivered one yet).
+    public var currentPath: NetworkPath {
+        state.withLock { $0.current } ?? evaluate()
+    }
+
+    /// The queue given to ``start(queue:)``.
+    public var queue: DispatchQueue? { state.withLock { $0.queue } }
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Starts delivering paths to ``pathUpdateHandler`` on `queue`, the current one first.
+    /// Starting twice is harmless.
+    /// - Returns: `false` if the monitor was cancelled (it cannot be restarted), else `true`.
+    @discardableResult
+    public func start(queue: DispatchQueue) -> Bool {
+        let begin = state.withLock { state -> Bool? in
+            if state.cancelled { return nil }
+            if state.started { return false }
+            state.started = true
+            state.queue = queue
+            return true
+        }
+        guard let begin else { return false }
+        guard begin else { return true }
+        let generation = gate.open()
+        if let engine {
+            let observation = engine.subscription.observe(on: evaluationQueue) { [weak self] _ in
+                self?.scheduleEvaluation(generation: generation)
+            }
+            state.withLock { $0.observation = observation }
+        } else {
+            scheduleEvaluation(generation: generation)
+        }
+        return true
+    }
+
+    /// Stops the monitor for good. After it returns no handler runs.
+    public func cancel() {
+        let (observation, streams) = state.withLock { state -> (NetlinkObservation?, [AsyncStream<NetworkPath>.Continuation]) in
+            state.cancelled = true
+            defer { state.observation = nil; state.streams = [:] }
+            return (state.observation, Array(state.streams.values))
+        }
+        observation?.cancel()
+        gate.close()
+        for stream in streams { stream.finish() }
+    }
+
+    /// Paths as an asynchronous sequence: the current one first, then every change. Iterating
+    /// starts the monitor on a private queue if it was not started; the sequence ends when the
+    /// monitor is cancelled.
+    public func makeAsyncIterator() -> AsyncStream<NetworkPath>.Iterator {
+        let (stream, continuation) = AsyncStream<NetworkPath>.makeStream()
+        // Registered and given the current path under the lock that publishing takes, so the
+        // stream sees that path and exactly the changes after it.
+        let id = state.withLock { state -> UInt64? in
+            if state.cancelled { return nil }
+            state.nextStream += 1
+            state.streams[state.nextStream] = continuation
+            if let current = state.current { continuation.yield(current) }
+            return state.nextStream
+        }
+        guard let id else { continuation.finish(); return stream.makeAsyncIterator() }
+        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.streams[id] = nil } }
+        if !state.withLock({ $0.started }) { start(queue: DispatchQueue(label: "NetworkPathMonitor.sequence")) }
+        return stream.makeAsyncIterator()
+    }
+
+    // MARK: - Evaluation
+
+    private func scheduleEvaluation(generation: Int) {
+        let schedule = state.withLock { state -> Bool in
+            defer { state.evaluationScheduled = true }
+            return !state.evaluationScheduled
+        }
+        if schedule { evaluationQueue.async { [weak self] in self?.evaluateAndDeliver(generation: generation) } }
+    }
+
+    private func evaluateAndDeliver(generation: Int) {
+        state.withLock { $0.evaluationScheduled = false }
+        let path = evaluate()
+        let delivery = state.withLock { state -> DispatchQueue?? in
+            guard state.current != path else { return .none }
+            state.current = path
+            for stream in state.streams.values { stream.yield(path) }
+            return .some(state.queue)
+        }
+        guard case .some(let queue) = delivery else { return }
+        queue?.async { [weak self] in
+            guard let self else { return }
+            self.gate.run(generation: generation) {
+                self.state.withLock { $0.handler }?(path)
+            }
+        }
+    }
+
+    private func evaluate() -> NetworkPath {
+        guard let engine else { return NetworkPath(status: .unsatisfied) }
+        let network = engine.subscription.state
+        let classifications = engine.classifier.classifications(of: network.links.values)
+        let nameServerReachable = NameServers.configured(for: namespace).contains { server in
+            engine.currentAnswer(for: .address(server)).isReachable
+        }
+        return NetworkPath.evaluate(network, classifications: classifications, required: requiredInterfaceType,
+                                    prohibited: prohibitedInterfaceTypes, nameServerReachable: nameServerReachable)
+    }
+}
+
+/// The name servers of a namespace's resolver configuration.
+enum NameServers {
+    /// `nameserver` addresses of `/etc/netns/NAME/resolv.conf` for a named namespace that has
+    /// one (the file `ip netns exec` would use), else of `/etc/resolv.conf`.
+    static func configured(for namespace: NetworkNamespace) -> [IPAddress] {
+        var paths = ["/etc/resolv.conf"]
+        if let name = namespace.name { paths.insert("/etc/netns/\(name)/resolv.conf", at: 0) }
+        for path in paths {
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            return parse(String(decoding: data, as: UTF8.self))
+        }
+        return []
+    }
+
+    static func parse(_ text: String) -> [IPAddress] {
+        text.split(whereSeparator: \.isNewline).compactMap { line in
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count >= 2, fields[0] == "nameserver" else { return nil }
+            // A scoped IPv6 server (fe80::1%eth0) is routed by its address.
+            return IPAddress(String(fields[1].split(separator: "%").first ?? fields[1]))
+        }
+    }
+}

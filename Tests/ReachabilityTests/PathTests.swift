@@ -1,0 +1,133 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import Netlink
+import NetnsTestSupport
+import Reachability
+
+/// Paths, pure and live, and the middleware's reducer.
+@Suite("Paths")
+struct PathTests {
+    private func link(_ index: Int32, _ name: String, flags: InterfaceFlags = [.up, .running, .lowerUp]) -> Link {
+        Link(index: index, name: name, arphrdType: .ether, flags: flags, operState: .up, mtu: 1500)
+    }
+
+    private func defaultRoute(dev index: Int32, via gateway: String, metric: UInt32, v6: Bool = false) -> Route {
+        Route(family: v6 ? .ipv6 : .ipv4, destination: IPNetwork(v6 ? "::/0" : "0.0.0.0/0")!, metric: metric,
+              nexthops: [Nexthop(gateway: IPAddress(gateway)!, linkIndex: index)])
+    }
+
+    private let types: [Int32: LinkClassification] = [
+        2: LinkClassification(type: .wiredEthernet, kind: .ethernet, evidence: .none),
+        3: LinkClassification(type: .wifi, kind: .wifi, evidence: .none),
+        4: LinkClassification(type: .cellular, kind: .wwan, isExpensive: true, isConstrained: true, evidence: .none),
+    ]
+
+    @Test func pathsFollowUsableDefaultRoutesInOrderOfPreference() {
+        let state = NetworkState(links: [link(2, "eth0"), link(3, "wlan0"), link(4, "wwan0")], addresses: [], defaultRoutes: [
+            defaultRoute(dev: 3, via: "10.3.0.1", metric: 600), defaultRoute(dev: 2, via: "10.2.0.1", metric: 100),
+            defaultRoute(dev: 4, via: "10.4.0.1", metric: 700), defaultRoute(dev: 2, via: "fe80::1", metric: 100, v6: true),
+        ])
+        let path = NetworkPath.evaluate(state, classifications: types, nameServerReachable: true)
+        #expect(path.status == .satisfied)
+        #expect(path.availableInterfaces.map(\.name) == ["eth0", "wlan0", "wwan0"])
+        #expect(path.gateways == [IPAddress("10.2.0.1")!, IPAddress("fe80::1")!, IPAddress("10.3.0.1")!, IPAddress("10.4.0.1")!])
+        #expect(path.supportsIPv4 && path.supportsIPv6 && path.supportsDNS)
+        #expect(path.usesInterfaceType(.wifi) && !path.usesInterfaceType(.loopback))
+        #expect(!path.isExpensive && !path.isConstrained)
+
+        let cellularOnly = NetworkPath.evaluate(state, classifications: types, required: .cellular)
+        #expect(cellularOnly.availableInterfaces.map(\.name) == ["wwan0"])
+        #expect(cellularOnly.isExpensive && cellularOnly.isConstrained && !cellularOnly.supportsDNS)
+        let noCellular = NetworkPath.evaluate(state, classifications: types, prohibited: [.cellular, .wiredEthernet])
+        #expect(noCellular.availableInterfaces.map(\.name) == ["wlan0"])
+
+        var offline = state
+        offline.links[2] = link(2, "eth0", flags: [.up])
+        offline.links[3] = link(3, "wlan0", flags: [])
+        let deniedCellular = NetworkPath.evaluate(offline, classifications: types, prohibited: [.cellular])
+        #expect(deniedCellular.status == .unsatisfied)
+        #expect(deniedCellular.unsatisfiedReason == .cellularDenied)
+        #expect(NetworkPath.evaluate(NetworkState(), classifications: [:]).status == .unsatisfied)
+        var dormant = offline
+        dormant.links[4] = Link(index: 4, name: "wwan0", arphrdType: .none, flags: [.up, .lowerUp, .dormant], operState: .dormant, mtu: 1500)
+        #expect(NetworkPath.evaluate(dormant, classifications: types).status == .requiresConnection)
+    }
+
+    @Test func theReducerTellsOnlyWhatChanged() {
+        let wifi = NetworkPath(status: .satisfied, availableInterfaces: [
+            NetworkInterface(name: "wlan0", index: 3, classification: LinkClassification(type: .wifi, kind: .wifi, evidence: .none))])
+        let cellular = NetworkPath(status: .satisfied, availableInterfaces: [
+            NetworkInterface(name: "wwan0", index: 4, classification: LinkClassification(
+                type: .cellular, kind: .wwan, isExpensive: true, isConstrained: true, evidence: .none))])
+        let tunnel = NetworkPath(status: .satisfied, availableInterfaces: [
+            NetworkInterface(name: "wg0", index: 5, classification: LinkClassification(type: .other, kind: .wireguard, evidence: .none))])
+        var state = ReachabilityReducer.reduce(.initial, event: .startMonitoring)
+        var events: [ReachabilityEvent]
+        (state, events) = ReachabilityReducer.reduce(state, path: wifi)
+        #expect(events == [.connectedToWifi])
+        (state, events) = ReachabilityReducer.reduce(state, path: wifi)
+        #expect(events.isEmpty)
+        (state, events) = ReachabilityReducer.reduce(state, path: cellular)
+        #expect(events == [.connectedToCellular, .becameExpensive, .becameConstrained])
+        #expect(state == ReachabilityState(isMonitoring: true, connectivity: .cellular, isExpensive: true, isConstrained: true))
+        (state, events) = ReachabilityReducer.reduce(state, path: NetworkPath(status: .unsatisfied))
+        #expect(events == [.gotOffline, .becameCheap, .becameUnconstrained])
+        (state, events) = ReachabilityReducer.reduce(state, path: tunnel)
+        #expect(events == [.connectedToWired])
+        #expect(ReachabilityReducer.reduce(state, event: .stopMonitoring).isMonitoring == false)
+    }
+
+    @Test func aTestSourceDrivesTheMiddlewareWithoutAKernel() async {
+        let (source, paths) = NetworkPathSource.forTests()
+        let wifi = NetworkPath(status: .satisfied, availableInterfaces: [
+            NetworkInterface(name: "wlan0", index: 3, classification: LinkClassification(type: .wifi, kind: .wifi, evidence: .none))])
+        paths.yield(wifi)
+        paths.yield(wifi)
+        paths.yield(NetworkPath(status: .unsatisfied))
+        paths.finish()
+        var seen: [ReachabilityEvent] = []
+        for await (event, _) in source.events() { seen.append(event) }
+        #expect(seen == [.startMonitoring, .connectedToWifi, .gotOffline, .stopMonitoring])
+    }
+
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func theMonitorDeliversTheFirstPathThenChangesAndStopsWhenCancelled() async throws {
+        let ns = try TestNamespace("path")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/24 dev va"])
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        let paths = Mutex<[NetworkPath]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        #expect(monitor.start(queue: DispatchQueue(label: "test.path")))
+        #expect(monitor.start(queue: DispatchQueue(label: "test.path2")))  // harmless
+        #expect(eventually { paths.withLock { $0.count } == 1 })
+        #expect(paths.withLock { $0[0].status } == .unsatisfied)
+
+        try ns.ip("route", "add", "default", "via", "10.1.0.2")
+        #expect(eventually { paths.withLock { $0.count } == 2 })
+        let satisfied = paths.withLock { $0[1] }
+        #expect(satisfied.status == .satisfied)
+        #expect(satisfied.availableInterfaces.map(\.name) == ["va"])
+        #expect(satisfied.gateways == [IPAddress("10.1.0.2")!])
+        #expect(satisfied.supportsIPv4 && !satisfied.supportsIPv6)
+        #expect(monitor.currentPath == satisfied)
+
+        // The sequence: the current path first, then the change.
+        var iterator = monitor.makeAsyncIterator()
+        #expect(await iterator.next() == satisfied)
+        try ns.ip("link", "set", "vb", "down")
+        #expect(await iterator.next()?.status == .unsatisfied)
+        #expect(eventually { paths.withLock { $0.count } == 3 })
+
+        monitor.cancel()
+        #expect(monitor.isCancelled)
+        #expect(!monitor.start(queue: DispatchQueue(label: "test.path3")))
+        #expect(await iterator.next() == nil)
+        try ns.ip("link", "set", "vb", "up")
+        usleep(300_000)
+        #expect(paths.withLock { $0.count } == 3)
+    }
+}
