@@ -195,3 +195,65 @@ struct MonitorTests {
         fromFile.stopListening()
     }
 }
+
+@Suite("Monitor delivery details", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct MonitorDeliveryTests {
+    @Test func callbacksRunOnTheChosenQueueAndCoalescingKeepsTheLastAnswer() throws {
+        let ns = try wiredNamespace("mon7")
+        defer { ns.delete() }
+        let key = DispatchSpecificKey<String>()
+        let queue = DispatchQueue(label: "test.chosen")
+        queue.setSpecific(key: key, value: "chosen")
+        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name), queue: queue)
+        let onQueue = Mutex<[Bool]>([])
+        let deliveries = Deliveries()
+        monitor.coalescingInterval = .milliseconds(400)
+        monitor.onChange = { _, answer in
+            onQueue.withLock { $0.append(DispatchQueue.getSpecific(key: key) == "chosen") }
+            deliveries.append(answer)
+        }
+        monitor.startListening()
+        #expect(eventually { deliveries.count == 1 })
+        // Down and up again within the window: the answer at the end equals the last one
+        // delivered, so nothing is delivered.
+        try ns.ip("link", "set", "vb", "down")
+        try ns.ip("link", "set", "vb", "up")
+        usleep(800_000)
+        #expect(deliveries.count == 1)
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { deliveries.count == 2 })
+        #expect(onQueue.withLock { $0 } == [true, true])
+        monitor.stopListening()
+    }
+
+    @Test func anAddressPairFollowsSourcePolicyRules() throws {
+        let ns = try wiredNamespace("mon8")
+        defer { ns.delete() }
+        try ns.batch(["address add 10.7.0.1/24 dev vx", "link set vx up", "link set vy up",
+                      "route add 192.0.2.0/24 via 10.1.0.2 dev va",
+                      "route add 192.0.2.0/24 via 10.7.0.2 dev vx table 100", "rule add from 10.7.0.1 lookup 100 pref 1000"])
+        let plain = try Reachability(address: IPAddress("192.0.2.5")!, namespace: .named(ns.name))
+        let sourced = try Reachability(localAddress: IPAddress("10.7.0.1")!, remoteAddress: IPAddress("192.0.2.5")!,
+                                       namespace: .named(ns.name))
+        #expect(eventually { plain.answer.interface?.name == "va" })
+        #expect(sourced.answer.interface?.name == "vx")
+        #expect(sourced.answer.gateway == IPAddress("10.7.0.2"))
+    }
+
+    @Test func pathsSupportDNSWhenTheNamespacesNameServerIsRouted() throws {
+        let ns = try wiredNamespace("mon9")
+        defer { ns.delete() }
+        try ns.ip("route", "add", "default", "via", "10.1.0.2")
+        let directory = "/etc/netns/\(ns.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "nameserver 10.1.0.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        #expect(eventually { monitor.currentPath.status == .satisfied })
+        #expect(monitor.currentPath.supportsDNS)
+        try "nameserver 203.0.113.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        try ns.ip("route", "add", "unreachable", "203.0.113.0/24")
+        #expect(!monitor.currentPath.supportsDNS)
+        monitor.cancel()
+    }
+}

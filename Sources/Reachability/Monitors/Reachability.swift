@@ -240,7 +240,9 @@ public final class Reachability: Sendable, CustomStringConvertible {
 
     private func received(_ answer: ReachabilityAnswer, generation: Int) {
         guard gate.generation == generation else { return }
-        if let coalescing = state.withLock({ $0.coalescingInterval }) {
+        // The first answer is never held back; only changes are coalesced.
+        let (interval, first) = state.withLock { ($0.coalescingInterval, $0.answer == nil) }
+        if let coalescing = interval, !first {
             let schedule = state.withLock { state -> Bool in
                 defer { state.pendingDelivery = true }
                 return !state.pendingDelivery

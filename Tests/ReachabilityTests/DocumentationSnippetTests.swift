@@ -1,0 +1,54 @@
+import Dispatch
+import Foundation
+import Testing
+import Netlink
+import NetnsTestSupport
+import Reachability
+
+/// The snippets of the DocC articles, compiled and run (in the current namespace, read only;
+/// address literals only, no name resolution).
+@Suite("Documentation snippets", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct DocumentationSnippetTests {
+    @Test func comingFromSCNetworkReachability() throws {
+        let reachability = try Reachability(address: IPAddress("192.0.2.1")!)
+        print(reachability.flags, reachability.flags.compactDescription)
+        reachability.onChange = { _, answer in
+            print(answer.flags, answer.interface?.name ?? "-", answer.gateway.map { "\($0)" } ?? "-")
+        }
+        reachability.startListening()
+        reachability.stopListening()
+    }
+
+    @Test func comingFromNWPathMonitor() {
+        let monitor = NetworkPathMonitor(prohibitedInterfaceTypes: [.cellular])
+        monitor.pathUpdateHandler = { path in
+            print(path.status, path.availableInterfaces.map(\.name), path.isExpensive)
+        }
+        monitor.start(queue: DispatchQueue(label: "paths"))
+        monitor.cancel()
+    }
+
+    @Test func comingFromReachabilityLibraries() {
+        let reachability = Reachability.shared
+        let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
+                                                              object: reachability, queue: nil) { note in
+            print(note.userInfo?[Reachability.statusUserInfoKey] ?? "?")
+        }
+        reachability.allowsCellularConnection = false
+        reachability.onChange = { reachability, _ in
+            print(reachability.connection, reachability.networkStatus, reachability.alamofireStatus)
+        }
+        reachability.startListening()
+        reachability.stopListening()
+        reachability.onChange = nil
+        NotificationCenter.default.removeObserver(observer)
+    }
+
+    @Test func classificationOverview() throws {
+        let kernel = try NetlinkConnection()
+        let classifier = LinkClassificationCache()
+        for (index, answer) in classifier.classifications(of: try kernel.links()) {
+            print(index, answer.type, answer.kind, answer.isExpensive)
+        }
+    }
+}
