@@ -35,9 +35,8 @@ struct WatchCommand: AsyncParsableCommand {
                 let monitor = try Reachability(target: target, namespace: namespace, queue: printQueue)
                 let json = self.json
                 monitor.onChange = { _, answer in
-                    let addresses = answer.address.map { [$0] } ?? []
                     if json {
-                        guard case .object(let fields) = answer.json(target: text, addresses: addresses) else { return }
+                        guard case .object(let fields) = answer.json(target: text, addresses: answer.addresses) else { return }
                         Output.line(JSON.object(fields + [("time", .string(iso8601Now()))]).serialized)
                     } else {
                         Output.line(iso8601Now() + "  " + answer.humanLine(target: text ?? "internet"))

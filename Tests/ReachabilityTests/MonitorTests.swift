@@ -257,3 +257,34 @@ struct MonitorDeliveryTests {
         monitor.cancel()
     }
 }
+
+@Suite("One subscription per namespace", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct SharedSubscriptionTests {
+    private func openDescriptors() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    }
+
+    @Test func hundredsOfMonitorsOpenNoSocketsOfTheirOwn() throws {
+        let ns = try wiredNamespace("monfd")
+        defer { ns.delete() }
+        let namespace = try NetworkNamespace.named(ns.name)
+        let first = try Reachability(address: IPAddress("10.1.0.9")!, namespace: namespace)
+        first.startListening()
+        let paths = NetworkPathMonitor(namespace: namespace)
+        paths.start(queue: DispatchQueue(label: "test.fd"))
+        #expect(eventually { first.answer.isReachable })
+        let before = openDescriptors()
+        let monitors = try (0..<300).map { index in
+            let monitor = try Reachability(address: IPAddress("10.1.\(index / 250).\(index % 250 + 1)")!, namespace: namespace)
+            monitor.startListening()
+            return monitor
+        }
+        let morePaths = (0..<50).map { _ in NetworkPathMonitor(namespace: namespace) }
+        for monitor in morePaths { monitor.start(queue: DispatchQueue(label: "test.fd.more")) }
+        #expect(eventually { monitors.allSatisfy { $0.isListening } })
+        // The subscriptions, sockets and threads are the namespace's, shared; not one per monitor.
+        #expect(openDescriptors() - before < 10)
+        for monitor in morePaths { monitor.cancel() }
+        paths.cancel()
+    }
+}

@@ -11,6 +11,9 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
     public var gateway: IPAddress?
     /// The address the answer is for (for a host name: the best of its addresses).
     public var address: IPAddress?
+    /// Every address considered: the target's, or a host name's resolved addresses in the
+    /// resolver's order; empty for the internet and for a name not resolved yet.
+    public var addresses: [IPAddress] = []
     /// The route that matched, when one did.
     public var route: Route?
     /// Why the target is not reachable (or waits for a connection); `nil` when it is reachable.

@@ -215,9 +215,13 @@ final class ReachabilityEngine: Sendable {
         case .internet:
             return ReachabilityEvaluator.evaluateInternet(network, classifications: classifications)
         case .address(let address):
-            return lookup(address)
+            var answer = lookup(address)
+            answer.addresses = [address]
+            return answer
         case .addressPair(let local, let remote):
-            return lookup(remote, from: local)
+            var answer = lookup(remote, from: local)
+            answer.addresses = [remote]
+            return answer
         case .host:
             guard let addresses else {
                 // Optimistic until resolution finishes: the internet's answer.
@@ -226,7 +230,9 @@ final class ReachabilityEngine: Sendable {
                 return answer
             }
             guard !addresses.isEmpty else { return .notReachable(.unresolved) }
-            return ReachabilityEvaluator.best(of: addresses.map { lookup($0) }) ?? .notReachable(.unresolved)
+            var answer = ReachabilityEvaluator.best(of: addresses.map { lookup($0) }) ?? .notReachable(.unresolved)
+            answer.addresses = addresses
+            return answer
         }
     }
 }

@@ -65,7 +65,9 @@ public final class ReachabilityProbe: Sendable {
             let lookup = try kernel { try connection.lookupRoute(to: address, from: source) }
             answers.append(ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications))
         }
-        return ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
+        var best = ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
+        best.addresses = addresses
+        return best
     }
 
     private func kernel<T>(_ body: () throws -> T) throws(ReachabilityError) -> T {
