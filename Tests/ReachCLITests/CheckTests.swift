@@ -28,12 +28,17 @@ struct CheckTests {
                         "address add 2001:db8:1::2/64 dev vb nodad", "address add 10.2.0.2/24 dev vd"])
     }
 
-    @Test func everyDestinationAgreesWithIPRouteGet() throws {
-        let ns = try TestNamespace("check")
-        defer { ns.delete() }
-        let peer = try TestNamespace("checkpeer")
-        defer { peer.delete() }
+    /// The namespace and its peer, with the topology built; both are deleted when released.
+    private func topology(_ label: String) throws -> (TestNamespace, TestNamespace) {
+        let ns = try TestNamespace(label)
+        let peer = try TestNamespace(label + "peer")
         try buildTopology(ns, peer: peer)
+        return (ns, peer)
+    }
+
+    @Test func everyDestinationAgreesWithIPRouteGet() throws {
+        let (ns, peer) = try topology("check")
+        defer { ns.delete(); peer.delete() }
         #expect(eventually { (try? ns.ipJSON("link", "show", "dev", "va").first?["flags"] as? [String])?.contains("LOWER_UP") == true })
 
         let destinations = ["10.1.0.2", "10.1.0.1", "192.0.2.10", "10.2.0.5", "203.0.113.5", "198.51.100.5",
@@ -102,11 +107,8 @@ struct CheckTests {
     }
 
     @Test func hostNamesResolveFromTheNamespacesHostsFile() throws {
-        let ns = try TestNamespace("checkhost")
-        defer { ns.delete() }
-        let peer = try TestNamespace("checkhostpeer")
-        defer { peer.delete() }
-        try buildTopology(ns, peer: peer)
+        let (ns, peer) = try topology("checkhost")
+        defer { ns.delete(); peer.delete() }
         let directory = "/etc/netns/\(ns.name)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

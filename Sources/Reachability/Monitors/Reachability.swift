@@ -47,7 +47,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
         var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
         var allowsCellularConnection = true
         var coalescingInterval: DispatchTimeInterval?
-        var pendingDelivery = false
+        /// The newest answer waiting for the end of a coalescing window, if one is open.
+        var pendingAnswer: ReachabilityAnswer?
     }
 
     private let state: Mutex<State>
@@ -243,24 +244,24 @@ public final class Reachability: Sendable, CustomStringConvertible {
         // The first answer is never held back; only changes are coalesced.
         let (interval, first) = state.withLock { ($0.coalescingInterval, $0.answer == nil) }
         if let coalescing = interval, !first {
-            let schedule = state.withLock { state -> Bool in
-                defer { state.pendingDelivery = true }
-                return !state.pendingDelivery
+            let windowOpen = state.withLock { state -> Bool in
+                defer { state.pendingAnswer = answer }
+                return state.pendingAnswer != nil
             }
-            pendingAnswer.withLock { $0 = answer }
-            if schedule {
+            if !windowOpen {
                 callbackQueue.asyncAfter(deadline: .now() + coalescing) { [weak self] in
                     guard let self else { return }
-                    self.state.withLock { $0.pendingDelivery = false }
-                    if let latest = self.pendingAnswer.withLock({ $0 }) { self.deliver(latest, generation: generation) }
+                    let latest = self.state.withLock { state in
+                        defer { state.pendingAnswer = nil }
+                        return state.pendingAnswer
+                    }
+                    if let latest { self.deliver(latest, generation: generation) }
                 }
             }
         } else {
             callbackQueue.async { [weak self] in self?.deliver(answer, generation: generation) }
         }
     }
-
-    private let pendingAnswer = Mutex<ReachabilityAnswer?>(nil)
 
     private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
         gate.run(generation: generation) {

@@ -96,7 +96,7 @@ final class ReachabilityEngine: Sendable {
         // On the serial queue nothing evaluates between reading the answer and marking the
         // watcher ready, so it gets the current answer once and then exactly the later changes.
         queue.async { [self] in
-            let answer = state.withLock { $0.entries[target]?.answer } ?? evaluateAndStore(target)
+            let answer = state.withLock { $0.entries[target]?.answer } ?? evaluateAndStore(target, in: snapshot())
             let stillWatching = state.withLock { state -> Bool in
                 guard state.entries[target]?.watchers[token.id] != nil else { return false }
                 state.entries[target]!.watchers[token.id]!.ready = true
@@ -119,7 +119,7 @@ final class ReachabilityEngine: Sendable {
     /// (a host not yet resolved is answered optimistically and its resolution started).
     func currentAnswer(for target: ReachabilityTarget) -> ReachabilityAnswer {
         if let kept = state.withLock({ $0.entries[target]?.answer }) { return kept }
-        return evaluate(target, addresses: state.withLock { $0.entries[target]?.addresses })
+        return evaluate(target, addresses: state.withLock { $0.entries[target]?.addresses }, in: snapshot())
     }
 
     // MARK: - On the queue
@@ -144,21 +144,22 @@ final class ReachabilityEngine: Sendable {
             defer { state.networkChangedForHosts = false }
             return (Array(state.entries.keys), state.networkChangedForHosts)
         }
+        let snapshot = snapshot()
         for target in targets {
             if reresolve, case .host = target { resolve(target) }
-            evaluateAndStore(target)
+            evaluateAndStore(target, in: snapshot)
         }
     }
 
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
     @discardableResult
-    private func evaluateAndStore(_ target: ReachabilityTarget) -> ReachabilityAnswer {
+    private func evaluateAndStore(_ target: ReachabilityTarget, in snapshot: Snapshot) -> ReachabilityAnswer {
         let addresses = state.withLock { $0.entries[target]?.addresses }
         if case .host = target, addresses == nil,
            state.withLock({ ($0.entries[target]?.resolutionGeneration ?? 1) == 0 }) {
             resolve(target)
         }
-        let answer = evaluate(target, addresses: addresses)
+        let answer = evaluate(target, addresses: addresses, in: snapshot)
         let watchers = state.withLock { state -> [Watcher] in
             state.evaluations += 1
             guard var entry = state.entries[target] else { return [] }
@@ -193,15 +194,27 @@ final class ReachabilityEngine: Sendable {
                     state.entries[target]!.addresses = addresses
                     return true
                 }
-                if current { self.evaluateAndStore(target) }
+                if current { self.evaluateAndStore(target, in: self.snapshot()) }
             }
         }
     }
 
-    /// The pure part: the subscription's state, kernel lookups, classifications.
-    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?) -> ReachabilityAnswer {
+    /// The namespace's state and its links' classifications at one moment, read once for all
+    /// the targets of one evaluation round.
+    struct Snapshot {
+        var network: NetworkState
+        var classifications: [Int32: LinkClassification]
+    }
+
+    private func snapshot() -> Snapshot {
         let network = subscription.state
-        let classifications = classifier.classifications(of: network.links.values)
+        return Snapshot(network: network, classifications: classifier.classifications(of: network.links.values))
+    }
+
+    /// The pure part: the subscription's state, kernel lookups, classifications.
+    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?, in snapshot: Snapshot) -> ReachabilityAnswer {
+        let network = snapshot.network
+        let classifications = snapshot.classifications
         func lookup(_ destination: IPAddress, from source: IPAddress? = nil) -> ReachabilityAnswer {
             do {
                 let result = try connection.lookupRoute(to: destination, from: source)
