@@ -288,3 +288,47 @@ struct SharedSubscriptionTests {
         paths.cancel()
     }
 }
+
+/// A resolver whose answers a test changes, and which can be made slow.
+final class ScriptedResolver: HostResolver {
+    let table = Mutex<[String: [IPAddress]]>([:])
+    let delay = Mutex<Duration>(.zero)
+    let calls = Mutex(0)
+    func resolve(_ host: String) async throws -> [IPAddress] {
+        calls.withLock { $0 += 1 }
+        try await Task.sleep(for: delay.withLock { $0 })
+        return table.withLock { $0[host] ?? [] }
+    }
+}
+
+@Suite("Host name answers", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct HostNameAnswerTests {
+    @Test func optimisticUntilResolvedThenReResolvedWhenTheNetworkChanges() throws {
+        let ns = try wiredNamespace("monhost")
+        defer { ns.delete() }
+        try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
+        let resolver = ScriptedResolver()
+        resolver.table.withLock { $0["api.example.test"] = [IPAddress("198.51.100.1")!] }
+        resolver.delay.withLock { $0 = .milliseconds(500) }
+        let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        // First the optimistic answer from the default route, then the resolved one (blackholed).
+        #expect(eventually { deliveries.count >= 1 })
+        #expect(deliveries.answers.withLock { $0[0] }.isReachable)
+        #expect(deliveries.answers.withLock { $0[0] }.addresses.isEmpty)
+        #expect(eventually { deliveries.last?.reason == .blackholeRoute })
+        #expect(deliveries.last?.addresses == [IPAddress("198.51.100.1")!])
+
+        // The name moves; a network change makes the monitor resolve again.
+        resolver.delay.withLock { $0 = .zero }
+        resolver.table.withLock { $0["api.example.test"] = [IPAddress("198.51.100.1")!, IPAddress("10.1.0.7")!] }
+        let callsBefore = resolver.calls.withLock { $0 }
+        try ns.ip("address", "add", "10.1.0.60/24", "dev", "va")
+        #expect(eventually { deliveries.last?.address == IPAddress("10.1.0.7") })
+        #expect(deliveries.last?.isReachable == true)
+        #expect(resolver.calls.withLock { $0 } > callsBefore)
+        monitor.stopListening()
+    }
+}
