@@ -331,4 +331,18 @@ struct HostNameAnswerTests {
         #expect(resolver.calls.withLock { $0 } > callsBefore)
         monitor.stopListening()
     }
+
+    @Test func aQueriedHostIsOptimisticFirstThenAnsweredFromItsAddresses() throws {
+        let ns = try wiredNamespace("monquery")
+        defer { ns.delete() }
+        try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
+        let resolver = ScriptedResolver()
+        resolver.table.withLock { $0["db.example.test"] = [IPAddress("198.51.100.2")!] }
+        resolver.delay.withLock { $0 = .milliseconds(300) }
+        let monitor = try Reachability(target: .host("db.example.test"), namespace: .named(ns.name), resolver: resolver)
+        #expect(monitor.isReachable)               // optimistic: the default route
+        #expect(eventually { !monitor.isReachable })  // resolved: blackholed
+        #expect(monitor.answer.addresses == [IPAddress("198.51.100.2")!])
+        #expect(!monitor.isListening)
+    }
 }

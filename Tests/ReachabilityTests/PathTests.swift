@@ -119,8 +119,9 @@ struct PathTests {
         var iterator = monitor.makeAsyncIterator()
         #expect(await iterator.next() == satisfied)
         try ns.ip("link", "set", "vb", "down")
-        #expect(await iterator.next()?.status == .unsatisfied)
-        #expect(eventually { paths.withLock { $0.count } == 3 })
+        let afterCarrierLoss = await iterator.next()
+        #expect(afterCarrierLoss?.status == .unsatisfied, "\(String(describing: afterCarrierLoss)) after \(paths.withLock { $0 })")
+        #expect(eventually { paths.withLock { $0.count } == 3 }, "\(paths.withLock { $0 })")
 
         monitor.cancel()
         #expect(monitor.isCancelled)

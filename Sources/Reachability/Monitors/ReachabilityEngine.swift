@@ -37,6 +37,11 @@ final class ReachabilityEngine: Sendable {
         var networkChangedForHosts = false
         var observation: NetlinkObservation?
         var evaluations = 0
+        /// The latest addresses of every host name resolved here, watched or only queried, and
+        /// whether the network changed since (then the next query resolves again).
+        var resolvedHosts: [String: (addresses: [IPAddress], stale: Bool)] = [:]
+        /// Host names being resolved for a query (not for a watch).
+        var queriedHosts: Set<String> = []
     }
 
     let namespace: NetworkNamespace
@@ -49,14 +54,18 @@ final class ReachabilityEngine: Sendable {
 
     private static let registry = Mutex<[NetworkNamespace.Identity: ReachabilityEngine]>([:])
 
-    /// The engine of `namespace`, created on first use and kept for the life of the process
-    /// (like the subscription it observes).
+    /// The engine of `namespace`, created on first use and kept while its subscription runs.
+    ///
+    /// An engine whose subscription ended (its namespace was deleted) is dropped: the kernel
+    /// reuses namespace inode numbers once a namespace is gone, so a new namespace may have the
+    /// identity of a deleted one.
     static func shared(namespace: NetworkNamespace) throws(NetlinkError) -> ReachabilityEngine {
         let identity = try namespace.identity()
-        if let engine = registry.withLock({ $0[identity] }) { return engine }
+        if let engine = registry.withLock({ $0[identity] }), engine.subscription.termination == nil { return engine }
         let engine = try ReachabilityEngine(namespace: namespace, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
                                             resolver: SystemHostResolver(namespace: namespace))
         return registry.withLock { engines in
+            engines = engines.filter { $0.value.subscription.termination == nil }
             if let existing = engines[identity] { return existing }
             engines[identity] = engine
             engine.start()
@@ -115,11 +124,36 @@ final class ReachabilityEngine: Sendable {
         }
     }
 
-    /// The answer for `target` now: the kept one if it is watched, else a fresh evaluation
-    /// (a host not yet resolved is answered optimistically and its resolution started).
+    /// The answer for `target` now: the kept one if it is watched, else a fresh evaluation.
+    /// A host name is answered from its last resolved addresses; one never resolved is answered
+    /// optimistically from the default routes while its resolution starts (as Apple's unscheduled
+    /// queries do), and one whose network changed since is resolved again in the background.
     func currentAnswer(for target: ReachabilityTarget) -> ReachabilityAnswer {
         if let kept = state.withLock({ $0.entries[target]?.answer }) { return kept }
-        return evaluate(target, addresses: state.withLock { $0.entries[target]?.addresses }, in: snapshot())
+        var addresses: [IPAddress]?
+        if case .host(let name) = target {
+            let (known, start) = state.withLock { state -> ([IPAddress]?, Bool) in
+                let cached = state.resolvedHosts[name]
+                guard cached == nil || cached!.stale, !state.queriedHosts.contains(name) else { return (cached?.addresses, false) }
+                state.queriedHosts.insert(name)
+                return (cached?.addresses, true)
+            }
+            addresses = known
+            if start { resolveForQuery(name) }
+        }
+        return evaluate(target, addresses: addresses, in: snapshot())
+    }
+
+    /// Resolves a queried (unwatched) host name into ``State/resolvedHosts``.
+    private func resolveForQuery(_ name: String) {
+        let resolver = self.resolver
+        Task(executorPreference: ResolutionExecutor.shared) { [weak self] in
+            let addresses = try? await resolver.resolve(name)
+            self?.state.withLock { state in
+                state.queriedHosts.remove(name)
+                if let addresses { state.resolvedHosts[name] = (addresses, false) }
+            }
+        }
     }
 
     // MARK: - On the queue
@@ -127,7 +161,9 @@ final class ReachabilityEngine: Sendable {
     private func received(_ event: NetlinkEvent) {
         let schedule = state.withLock { state -> Bool in
             switch event {
-            case .address, .route, .snapshot, .resynchronized: state.networkChangedForHosts = true
+            case .address, .route, .snapshot, .resynchronized:
+                state.networkChangedForHosts = true
+                for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
             case .link: break
             }
             defer { state.evaluationScheduled = true }
@@ -154,8 +190,11 @@ final class ReachabilityEngine: Sendable {
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
     @discardableResult
     private func evaluateAndStore(_ target: ReachabilityTarget, in snapshot: Snapshot) -> ReachabilityAnswer {
-        let addresses = state.withLock { $0.entries[target]?.addresses }
-        if case .host = target, addresses == nil,
+        let addresses = state.withLock { state -> [IPAddress]? in
+            if case .host(let name) = target { return state.entries[target]?.addresses ?? state.resolvedHosts[name]?.addresses }
+            return nil
+        }
+        if case .host = target, state.withLock({ $0.entries[target]?.addresses == nil }),
            state.withLock({ ($0.entries[target]?.resolutionGeneration ?? 1) == 0 }) {
             resolve(target)
         }
@@ -183,7 +222,7 @@ final class ReachabilityEngine: Sendable {
         }
         guard let generation else { return }
         let resolver = self.resolver
-        Task.detached { [weak self] in
+        Task(executorPreference: ResolutionExecutor.shared) { [weak self] in
             let addresses = (try? await resolver.resolve(name)) ?? []
             guard let self else { return }
             self.queue.async {
@@ -192,6 +231,7 @@ final class ReachabilityEngine: Sendable {
                     guard let applied = state.entries[target]?.appliedResolution, generation > applied else { return false }
                     state.entries[target]!.appliedResolution = generation
                     state.entries[target]!.addresses = addresses
+                    state.resolvedHosts[name] = (addresses, false)
                     return true
                 }
                 if current { self.evaluateAndStore(target, in: self.snapshot()) }
@@ -206,9 +246,16 @@ final class ReachabilityEngine: Sendable {
         var classifications: [Int32: LinkClassification]
     }
 
-    private func snapshot() -> Snapshot {
+    /// The namespace's state and classifications now.
+    func snapshot() -> Snapshot {
         let network = subscription.state
         return Snapshot(network: network, classifications: classifier.classifications(of: network.links.values))
+    }
+
+    /// The answer for an address target judged against `snapshot` (the path monitor's name
+    /// server check, which must see the same links as the path it belongs to).
+    func answer(for address: IPAddress, in snapshot: Snapshot) -> ReachabilityAnswer {
+        evaluate(.address(address), addresses: nil, in: snapshot)
     }
 
     /// The pure part: the subscription's state, kernel lookups, classifications.
@@ -256,5 +303,17 @@ extension ReachabilityAnswer {
     func isSameAnswer(as other: ReachabilityAnswer) -> Bool {
         flags == other.flags && interface == other.interface && gateway == other.gateway
             && address == other.address && reason == other.reason
+    }
+}
+
+/// Runs host-name resolutions on a dispatch queue of their own, so that they progress even when
+/// an application blocks every thread of Swift's cooperative pool.
+final class ResolutionExecutor: TaskExecutor {
+    static let shared = ResolutionExecutor()
+    private let queue = DispatchQueue(label: "Reachability.resolution", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -174,12 +174,13 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
 
     private func evaluate() -> NetworkPath {
         guard let engine else { return NetworkPath(status: .unsatisfied) }
-        let network = engine.subscription.state
-        let classifications = engine.classifier.classifications(of: network.links.values)
+        // One snapshot for the path and its name server check, so they never disagree about a
+        // link that changes meanwhile.
+        let snapshot = engine.snapshot()
         let nameServerReachable = NameServers.configured(for: namespace).contains { server in
-            engine.currentAnswer(for: .address(server)).isReachable
+            engine.answer(for: server, in: snapshot).isReachable
         }
-        return NetworkPath.evaluate(network, classifications: classifications, required: requiredInterfaceType,
+        return NetworkPath.evaluate(snapshot.network, classifications: snapshot.classifications, required: requiredInterfaceType,
                                     prohibited: prohibitedInterfaceTypes, nameServerReachable: nameServerReachable)
     }
 }
