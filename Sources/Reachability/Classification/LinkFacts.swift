@@ -15,7 +15,9 @@ public struct LinkFacts: Sendable, Hashable {
     /// The rtnetlink kind (`IFLA_INFO_KIND`), such as `veth`, `bridge`, `wwan`; `nil` when the
     /// driver registers none (most physical NICs and Wi-Fi cards).
     public var kind: String?
-    /// The interface flags; `pointToPoint` and `noARP` matter here.
+    /// The interface flags that describe what the link is: `pointToPoint`, `noARP`, `loopback`,
+    /// `master`, `slave`. (``init(link:sysfs:)`` leaves out state flags such as `up` and
+    /// `running`, so that a link going up or down is not a change of facts.)
     public var flags: InterfaceFlags
     /// The index of the bridge, bond or VRF this link is a port of.
     public var masterIndex: Int32?
@@ -43,10 +45,13 @@ public struct LinkFacts: Sendable, Hashable {
     /// moved, say) is dropped: its index means nothing here.
     public init(link: Link, sysfs: SysfsFacts = .absent) {
         self.init(index: link.index, name: link.name, arphrdType: link.arphrdType, kind: link.kind,
-                  flags: link.flags, masterIndex: link.masterIndex,
+                  flags: link.flags.intersection(Self.describingFlags), masterIndex: link.masterIndex,
                   lowerLinkIndex: link.linkNamespaceID == nil ? link.lowerLinkIndex : nil,
                   sysfs: sysfs)
     }
+
+    /// The flags that say what a link is, as opposed to what state it is in.
+    public static let describingFlags: InterfaceFlags = [.pointToPoint, .noARP, .loopback, .master, .slave]
 
     /// What the sysfs facts depend on: a link keeps its sysfs facts until one of these changes.
     struct SysfsKey: Hashable {
