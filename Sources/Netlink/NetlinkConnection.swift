@@ -53,7 +53,7 @@ public final class NetlinkConnection: @unchecked Sendable {
     }
 
     /// The routes that match `filter`, in the kernel's order. On a host with a full Internet
-    /// table, prefer a filter (or ``forEachRoute(_:_:)``) to holding every route in memory.
+    /// table, prefer a filter (or ``forEachRoute(_:restart:_:)``) to holding every route in memory.
     public func routes(_ filter: RouteFilter = .all) throws(NetlinkError) -> [Route] {
         var routes: [Route] = []
         try forEachRoute(filter, restart: { routes.removeAll() }) { routes.append($0) }
@@ -62,8 +62,11 @@ public final class NetlinkConnection: @unchecked Sendable {
 
     /// Streams the routes that match `filter` to `body` without keeping them.
     ///
-    /// - Parameter restart: called when the kernel interrupted the dump with a change
-    ///   (`NLM_F_DUMP_INTR`); the dump starts again and `body` sees every route again.
+    /// - Parameters:
+    ///   - filter: Which routes to stream.
+    ///   - restart: Called when the kernel interrupted the dump with a change
+    ///     (`NLM_F_DUMP_INTR`); the dump starts again and `body` sees every route again.
+    ///   - body: Called with each matching route.
     public func forEachRoute(_ filter: RouteFilter = .all, restart: () -> Void = {},
                              _ body: (Route) -> Void) throws(NetlinkError) {
         try lock.withLock { () throws(NetlinkError) in try socket.forEachRoute(filter, restart: restart, body) }

@@ -80,7 +80,10 @@ public final class NetlinkSubscription: Sendable {
     /// it is released or cancelled, delivery stops, and once `cancel()` has returned no callback
     /// runs (unless `cancel()` was called from inside one).
     ///
-    /// - Parameter onTermination: called once if the subscription ends (the namespace was deleted).
+    /// - Parameters:
+    ///   - queue: Where `handler` runs (a private serial queue by default).
+    ///   - onTermination: Called once if the subscription ends (the namespace was deleted).
+    ///   - handler: Called with each event.
     public func observe(on queue: DispatchQueue? = nil,
                         onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
                         _ handler: @escaping @Sendable (NetlinkEvent) -> Void) -> NetlinkObservation {

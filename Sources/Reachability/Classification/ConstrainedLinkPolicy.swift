@@ -62,7 +62,9 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
     public static let defaultFile = "/etc/reach/constrained-links"
 
     /// Reads rules from text (see the type's documentation for the syntax).
-    /// - Parameter source: Names the origin of `text` in errors.
+    /// - Parameters:
+    ///   - text: The rules.
+    ///   - source: Names the origin of `text` in errors.
     /// - Throws: ``ParseError`` for an unknown type or kind, or a pattern that is empty after
     ///   its prefix, or longer than 255 bytes.
     public init(parsing text: String, source: String = "rules") throws(ParseError) {

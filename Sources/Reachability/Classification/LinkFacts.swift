@@ -4,7 +4,7 @@ import Netlink
 ///
 /// ``LinkClassifier/classify(_:)`` is a pure function of these values, so a link can be
 /// classified (and tested) without the hardware: build the facts by hand, from a fixture, or
-/// from a live ``Link`` and a ``SysfsReader``.
+/// from a live `Link` and a ``SysfsReader``.
 public struct LinkFacts: Sendable, Hashable {
     /// The interface index.
     public var index: Int32

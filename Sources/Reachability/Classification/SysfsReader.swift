@@ -9,7 +9,7 @@ import Glibc
 /// hang or exhaust the reader.
 ///
 /// `/sys/class/net` shows the links of the network namespace that mounted it. To read the
-/// facts of another namespace's links, use ``LinkClassifier`` with ``SysfsSource/live``, which
+/// facts of another namespace's links, use ``LinkClassifier`` with ``SysfsSource/live(_:)``, which
 /// reads through `NetworkNamespace.withSysfs(_:)`.
 public struct SysfsReader: Sendable, Hashable {
     /// The directory that plays the role of `/sys`.

@@ -16,7 +16,7 @@ import Netlink
 public enum ReachabilityEvaluator {
     /// Evaluates a kernel route lookup.
     /// - Parameters:
-    ///   - lookup: The kernel's answer for the target (``NetlinkConnection/lookupRoute(to:from:outputLinkIndex:mark:)``).
+    ///   - lookup: The kernel's answer for the target (`NetlinkConnection.lookupRoute(to:from:outputLinkIndex:mark:)`).
     ///   - address: The target address, reported in the answer.
     ///   - links: The namespace's links, by index.
     ///   - classifications: Their classifications, by index.

@@ -66,6 +66,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
 
     /// A monitor of any target in `namespace`.
     /// - Parameters:
+    ///   - target: What to watch.
+    ///   - namespace: The network namespace (default: the current one).
     ///   - queue: Where callbacks, the delegate and notifications run (a serial queue; default:
     ///     a private one).
     ///   - resolver: Resolves host names. By default the process-wide engine of the namespace

@@ -106,6 +106,8 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
 
     /// The path of a namespace's state (pure).
     /// - Parameters:
+    ///   - state: The namespace's links and default routes.
+    ///   - classifications: The links' classifications, by index.
     ///   - required: Only links of this type may be used.
     ///   - prohibited: Links of these types may not be used.
     ///   - nameServerReachable: Whether a configured name server is routed through a usable link.

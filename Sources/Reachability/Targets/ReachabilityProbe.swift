@@ -15,10 +15,11 @@ public final class ReachabilityProbe: Sendable {
 
     /// A probe of `namespace`.
     /// - Parameters:
+    ///   - namespace: The namespace to ask (default: the current one).
     ///   - sysfs: Where link facts come from (default: the namespace's own sysfs).
     ///   - policy: Which links are constrained.
     ///   - resolver: Resolves host names (default: ``SystemHostResolver`` in `namespace`).
-    /// - Throws: The namespace errors of ``NetlinkConnection/init(namespace:)``.
+    /// - Throws: The namespace errors of `NetlinkConnection(namespace:)`.
     public init(namespace: NetworkNamespace = .current, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy = .none,
                 resolver: (any HostResolver)? = nil) throws(NetlinkError) {
         self.namespace = namespace
