@@ -13,6 +13,8 @@ import Synchronization
 final class ReachabilityEngine: Sendable {
     /// Receives answers on the engine's queue.
     typealias Watcher = @Sendable (ReachabilityAnswer) -> Void
+    /// Receives each evaluation round's snapshot on the engine's queue.
+    typealias RoundObserver = @Sendable (Snapshot) -> Void
 
     final class Token: Sendable {
         let id: UInt64
@@ -42,6 +44,8 @@ final class ReachabilityEngine: Sendable {
         var resolvedHosts: [String: (addresses: [IPAddress], stale: Bool)] = [:]
         /// Host names being resolved for a query (not for a watch).
         var queriedHosts: Set<String> = []
+        /// Called after every evaluation round with its snapshot (path monitors).
+        var roundObservers: [UInt64: RoundObserver] = [:]
     }
 
     let namespace: NetworkNamespace
@@ -116,6 +120,27 @@ final class ReachabilityEngine: Sendable {
         return token
     }
 
+    /// Calls `observer` on the engine's queue with a snapshot now, then after every evaluation
+    /// round (one per netlink read), so that it judges the same state the targets were judged
+    /// on, without a subscription or a classification pass of its own.
+    /// - Returns: The id to pass to ``stopObservingRounds(_:)``.
+    func observeRounds(_ observer: @escaping RoundObserver) -> UInt64 {
+        let id = state.withLock { state -> UInt64 in
+            defer { state.nextID += 1 }
+            state.roundObservers[state.nextID] = observer
+            return state.nextID
+        }
+        queue.async { [self] in
+            if state.withLock({ $0.roundObservers[id] != nil }) { observer(snapshot()) }
+        }
+        return id
+    }
+
+    /// Stops calling a round observer.
+    func stopObservingRounds(_ id: UInt64) {
+        _ = state.withLock { $0.roundObservers.removeValue(forKey: id) }
+    }
+
     /// Stops a watch; the target is forgotten when nobody watches it.
     func unwatch(_ token: Token) {
         state.withLock { state in
@@ -185,6 +210,7 @@ final class ReachabilityEngine: Sendable {
             if reresolve, case .host = target { resolve(target) }
             evaluateAndStore(target, in: snapshot)
         }
+        for observer in state.withLock({ Array($0.roundObservers.values) }) { observer(snapshot) }
     }
 
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
@@ -241,7 +267,7 @@ final class ReachabilityEngine: Sendable {
 
     /// The namespace's state and its links' classifications at one moment, read once for all
     /// the targets of one evaluation round.
-    struct Snapshot {
+    struct Snapshot: Sendable {
         var network: NetworkState
         var classifications: [Int32: LinkClassification]
     }

@@ -27,15 +27,13 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         var queue: DispatchQueue?
         var started = false
         var cancelled = false
-        var observation: NetlinkObservation?
-        var evaluationScheduled = false
+        var roundObserver: UInt64?
         var streams: [UInt64: AsyncStream<NetworkPath>.Continuation] = [:]
         var nextStream: UInt64 = 0
     }
     private let state = Mutex(State())
     private let gate = CallbackGate()
     private let engine: ReachabilityEngine?
-    private let evaluationQueue: DispatchQueue
     /// Why the namespace cannot be watched, if it cannot (the path is then unsatisfied).
     public let error: ReachabilityError?
 
@@ -45,7 +43,6 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         self.namespace = namespace
         self.requiredInterfaceType = requiredInterfaceType
         self.prohibitedInterfaceTypes = Set(prohibitedInterfaceTypes)
-        evaluationQueue = DispatchQueue(label: "NetworkPathMonitor")
         do {
             engine = try ReachabilityEngine.shared(namespace: namespace)
             error = nil
@@ -101,25 +98,28 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         guard let begin else { return false }
         guard begin else { return true }
         let generation = gate.open()
-        if let engine {
-            let observation = engine.subscription.observe(on: evaluationQueue) { [weak self] _ in
-                self?.scheduleEvaluation(generation: generation)
-            }
-            state.withLock { $0.observation = observation }
-        } else {
-            scheduleEvaluation(generation: generation)
+        guard let engine else {
+            deliver(NetworkPath(status: .unsatisfied), generation: generation)
+            return true
         }
+        // Judged in the engine's rounds: once per netlink read, on the snapshot the host
+        // monitors of the namespace were judged on.
+        let observer = engine.observeRounds { [weak self] snapshot in
+            guard let self else { return }
+            self.deliver(self.evaluate(in: snapshot, engine: engine), generation: generation)
+        }
+        state.withLock { $0.roundObserver = observer }
         return true
     }
 
     /// Stops the monitor for good. After it returns no handler runs.
     public func cancel() {
-        let (observation, streams) = state.withLock { state -> (NetlinkObservation?, [AsyncStream<NetworkPath>.Continuation]) in
+        let (observer, streams) = state.withLock { state -> (UInt64?, [AsyncStream<NetworkPath>.Continuation]) in
             state.cancelled = true
-            defer { state.observation = nil; state.streams = [:] }
-            return (state.observation, Array(state.streams.values))
+            defer { state.roundObserver = nil; state.streams = [:] }
+            return (state.roundObserver, Array(state.streams.values))
         }
-        observation?.cancel()
+        if let observer { engine?.stopObservingRounds(observer) }
         gate.close()
         for stream in streams { stream.finish() }
     }
@@ -146,17 +146,9 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
 
     // MARK: - Evaluation
 
-    private func scheduleEvaluation(generation: Int) {
-        let schedule = state.withLock { state -> Bool in
-            defer { state.evaluationScheduled = true }
-            return !state.evaluationScheduled
-        }
-        if schedule { evaluationQueue.async { [weak self] in self?.evaluateAndDeliver(generation: generation) } }
-    }
-
-    private func evaluateAndDeliver(generation: Int) {
-        state.withLock { $0.evaluationScheduled = false }
-        let path = evaluate()
+    /// Publishes `path` if it differs from the current one: to the streams at once, to the
+    /// handler on the start queue.
+    private func deliver(_ path: NetworkPath, generation: Int) {
         let delivery = state.withLock { state -> DispatchQueue?? in
             guard state.current != path else { return .none }
             state.current = path
@@ -174,9 +166,11 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
 
     private func evaluate() -> NetworkPath {
         guard let engine else { return NetworkPath(status: .unsatisfied) }
-        // One snapshot for the path and its name server check, so they never disagree about a
-        // link that changes meanwhile.
-        let snapshot = engine.snapshot()
+        return evaluate(in: engine.snapshot(), engine: engine)
+    }
+
+    /// The path of one snapshot; its name server check sees the same links as the path.
+    private func evaluate(in snapshot: ReachabilityEngine.Snapshot, engine: ReachabilityEngine) -> NetworkPath {
         let nameServerReachable = NameServers.configured(for: namespace).contains { server in
             engine.answer(for: server, in: snapshot).isReachable
         }
