@@ -291,9 +291,13 @@ struct SharedSubscriptionTests {
 
 /// A resolver whose answers a test changes, and which can be made slow.
 final class ScriptedResolver: HostResolver {
-    let table = Mutex<[String: [IPAddress]]>([:])
-    let delay = Mutex<Duration>(.zero)
+    let table: Mutex<[String: [IPAddress]]>
+    let delay: Mutex<Duration>
     let calls = Mutex(0)
+    init(_ table: [String: [IPAddress]], delay: Duration) {
+        self.table = Mutex(table)
+        self.delay = Mutex(delay)
+    }
     func resolve(_ host: String) async throws -> [IPAddress] {
         calls.withLock { $0 += 1 }
         try await Task.sleep(for: delay.withLock { $0 })
@@ -307,9 +311,7 @@ struct HostNameAnswerTests {
         let ns = try wiredNamespace("monhost")
         defer { ns.delete() }
         try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
-        let resolver = ScriptedResolver()
-        resolver.table.withLock { $0["api.example.test"] = [IPAddress("198.51.100.1")!] }
-        resolver.delay.withLock { $0 = .milliseconds(500) }
+        let resolver = ScriptedResolver(["api.example.test": [IPAddress("198.51.100.1")!]], delay: .milliseconds(500))
         let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
         let deliveries = Deliveries()
         monitor.onChange = { _, answer in deliveries.append(answer) }
@@ -336,9 +338,7 @@ struct HostNameAnswerTests {
         let ns = try wiredNamespace("monquery")
         defer { ns.delete() }
         try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
-        let resolver = ScriptedResolver()
-        resolver.table.withLock { $0["db.example.test"] = [IPAddress("198.51.100.2")!] }
-        resolver.delay.withLock { $0 = .milliseconds(300) }
+        let resolver = ScriptedResolver(["db.example.test": [IPAddress("198.51.100.2")!]], delay: .milliseconds(300))
         let monitor = try Reachability(target: .host("db.example.test"), namespace: .named(ns.name), resolver: resolver)
         #expect(monitor.isReachable)               // optimistic: the default route
         #expect(eventually { !monitor.isReachable })  // resolved: blackholed
