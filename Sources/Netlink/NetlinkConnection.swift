@@ -27,7 +27,7 @@ public final class NetlinkConnection: @unchecked Sendable {
     ///   ``NetlinkError/namespacePermissionDenied`` for a namespace that cannot be entered.
     public init(namespace: NetworkNamespace = .current) throws(NetlinkError) {
         self.namespace = namespace
-        let opened = try namespace.perform { () throws(NetlinkError) in UnsafeTransfer(try RequestSocket()) }
+        let opened = try namespace.perform { () throws(NetlinkError) in UnsafeTransfer(try RequestSocket(namespace: namespace)) }
         socket = opened.value
     }
 
@@ -70,6 +70,16 @@ public final class NetlinkConnection: @unchecked Sendable {
     public func forEachRoute(_ filter: RouteFilter = .all, restart: () -> Void = {},
                              _ body: (Route) -> Void) throws(NetlinkError) {
         try lock.withLock { () throws(NetlinkError) in try socket.forEachRoute(filter, restart: restart, body) }
+    }
+
+    /// Asks the kernel how it would route a packet to each of `destinations`, as
+    /// ``lookupRoute(to:from:outputLinkIndex:mark:)`` does for one, but with many requests in
+    /// each datagram: 10 000 lookups cost a few hundred system calls instead of 20 000.
+    ///
+    /// - Returns: One result per destination, in the same order.
+    public func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
+        guard !destinations.isEmpty else { return [] }
+        return try lock.withLock { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations) }
     }
 
     /// Asks the kernel how it would route a packet to `destination`, the same question as

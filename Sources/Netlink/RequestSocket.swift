@@ -10,8 +10,13 @@ final class RequestSocket {
     /// Whether the kernel knows strict dump checking (Linux 4.20+), which lets it filter dumps.
     let strictChecking: Bool
 
-    /// Opens and connects a NETLINK_ROUTE socket in the calling thread's namespace.
-    init() throws(NetlinkError) {
+    /// A bare socket for early-stopping default-route dumps and batched lookups.
+    private let raw: RawRouteSocket
+
+    /// Opens and connects a NETLINK_ROUTE socket in the calling thread's namespace, which must
+    /// be `namespace`.
+    init(namespace: NetworkNamespace) throws(NetlinkError) {
+        raw = try RawRouteSocket(namespace: namespace)
         guard let socket = nl_socket_alloc() else { throw .noMemory }
         let rc = nl_connect(socket, NETLINK_ROUTE)
         if rc < 0 {
@@ -63,12 +68,19 @@ final class RequestSocket {
     /// libnl's route parser and keeping nothing. A dump interrupted by a change
     /// (`NLM_F_DUMP_INTR`) is started again, after `restart` tells the caller to drop what it
     /// has seen.
+    ///
+    /// Default-route dumps (``RouteFilter/defaultOnly``) go through ``RawRouteSocket``, which
+    /// parses only default routes and stops an IPv4 dump once the main table's defaults are past.
     func forEachRoute(_ filter: RouteFilter, restart: () -> Void = {}, _ body: (Route) -> Void) throws(NetlinkError) {
         for family in filter.family.map({ [$0] }) ?? AddressFamily.allCases {
             var attempts = 0
             while true {
                 do {
-                    try withStrictChecking { () throws(NetlinkError) in try dumpRoutes(family: family, filter: filter, body) }
+                    if filter.defaultOnly {
+                        try raw.forEachDefaultRoute(family: family, filter: filter, body)
+                    } else {
+                        try withStrictChecking { () throws(NetlinkError) in try dumpRoutes(family: family, filter: filter, body) }
+                    }
                     break
                 } catch NetlinkError.dumpInterrupted where attempts < 50 {
                     attempts += 1
@@ -98,9 +110,18 @@ final class RequestSocket {
             }
         }
         try nlCheck(nl_send_auto(handle, message), "send route dump")
+        // The kernel fills dump datagrams up to 32 KiB once it has seen a reader that large: one
+        // recvmsg per datagram into a 64 KiB buffer, instead of libnl's MSG_PEEK round trip.
+        nl_socket_set_msg_buf_size(handle, 64 * 1024)
+        defer { nl_socket_set_msg_buf_size(handle, 0) }
         try withoutActuallyEscaping(body) { (escapable) throws(NetlinkError) in
             try RouteReceiver(filter: filter, body: escapable).receive(on: handle, context: "route dump")
         }
+    }
+
+    /// The kernel's route for each destination, asked in batches (see ``RawRouteSocket``).
+    func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
+        try raw.lookupRoutes(to: destinations)
     }
 
     /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE, as

@@ -162,7 +162,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         setReceiveBuffer(nl_cache_mngr_get_fd(created), size: options.receiveBufferSize)
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_ROUTE.rawValue)), "join IPv4 route group")
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_ROUTE.rawValue)), "join IPv6 route group")
-        requests = try RequestSocket()
+        requests = try RequestSocket(namespace: namespace)
         // The manager joins each cache's groups before it dumps the cache, so nothing that
         // changes during the dump is missed: it waits in the socket and is applied afterwards.
         try nlCheck(nl_cache_mngr_add(created, "route/link", { _, object, action, argument in
@@ -383,7 +383,16 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// dump the kernel filters by output link or table, a few messages.
     private func reconcileMarked() {
         guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty else { return }
-        let filters = linksToReconcile.map { RouteFilter(outputLinkIndex: $0, defaultOnly: true) }
+        // The kernel changes routes silently only by removing or flagging routes that exist, so
+        // a link matters only when a kept default route uses it, and only in the families of
+        // those routes: a flip of a link that carries no default route costs no dump.
+        var linkFilters: Set<RouteFilter> = []
+        for route in state.defaultRoutes.values {
+            for index in linksToReconcile where route.uses(linkIndex: index) {
+                linkFilters.insert(RouteFilter(family: route.family, outputLinkIndex: index, defaultOnly: true))
+            }
+        }
+        let filters = Array(linkFilters)
             + tablesToReconcile.map { RouteFilter(family: $0.family, table: $0.table, defaultOnly: true) }
         linksToReconcile.removeAll()
         tablesToReconcile.removeAll()

@@ -1,11 +1,12 @@
 import ArgumentParser
+import Dispatch
 import Foundation
 import Netlink
 import Reachability
 import Synchronization
 
 /// `reach events`: every link, address and route change of a namespace, one line each.
-struct EventsCommand: AsyncParsableCommand {
+struct EventsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
         abstract: "Print link, address and route events of a namespace as they happen.",
@@ -23,20 +24,25 @@ struct EventsCommand: AsyncParsableCommand {
     /// The observation lives as long as the process prints.
     private static let keepAlive = Mutex<NetlinkObservation?>(nil)
 
-    func run() async throws {
+    func run() throws {
         let namespace = try namespaceOption.namespace()
         let subscription = try NetlinkSubscription.shared(namespace: namespace)
         let printer = EventPrinter(json: json, classifier: LinkClassificationCache(
             source: .live(namespace), policy: try ConstrainedLinkPolicy.system()))
         // Lines are printed straight from the subscription's delivery queue: one hop from the
         // netlink thread, no wait for a task to be scheduled.
-        let ended: NetlinkError = await withCheckedContinuation { continuation in
-            let observation = subscription.observe(onTermination: { continuation.resume(returning: $0) }) { event in
-                printer.print(event, names: subscription.state)
-            }
-            EventsCommand.keepAlive.withLock { $0 = observation }
+        let ended = Mutex<NetlinkError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let observation = subscription.observe(onTermination: { error in
+            ended.withLock { $0 = error }
+            done.signal()
+        }) { event in
+            printer.print(event, names: subscription.state)
         }
-        Output.error(ended.description)
+        EventsCommand.keepAlive.withLock { $0 = observation }
+        // The main thread sleeps in a futex until the subscription ends.
+        done.wait()
+        Output.error(ended.withLock { $0 }?.description ?? "the subscription ended")
         throw ExitCode(2)
     }
 }
@@ -64,9 +70,12 @@ struct EventPrinter: Sendable {
             case .new(let link): emit("new", "link", json(link, state), human: describe(link))
             case .removed(let link): emit("removed", "link", json(link, state), human: describe(link))
             case .changed(let old, let new):
-                let classification = self.classification(new, state)
-                emit("changed", "link", new.json(classification), old: old.json(classification),
-                     human: describe(new) + "  (was " + linkDifference(old, new) + ")")
+                if json {
+                    let classification = self.classification(new, state)
+                    emit("changed", "link", new.json(classification), old: old.json(classification), human: "")
+                } else {
+                    emit("changed", "link", .null, human: describe(new) + "  (was " + linkDifference(old, new) + ")")
+                }
             }
         case .address(let change):
             switch change {
@@ -93,13 +102,16 @@ struct EventPrinter: Sendable {
         return fields
     }
 
-    private func emit(_ event: String, _ object: String, _ value: JSON, old: JSON? = nil, human: String) {
+    /// Prints one event line. Only the form asked for is built: the JSON values and the human
+    /// text are evaluated lazily.
+    private func emit(_ event: String, _ object: String, _ value: @autoclosure () -> JSON,
+                      old: @autoclosure () -> JSON? = nil, human: @autoclosure () -> String) {
         if json {
-            var fields = header(event, object) + [(object, value)]
-            if let old { fields.append(("old", old)) }
+            var fields = header(event, object) + [(object, value())]
+            if let old = old() { fields.append(("old", old)) }
             line(JSON.object(fields).serialized)
         } else {
-            line("\(event) \(object) \(human)")
+            line("\(event) \(object) \(human())")
         }
     }
 

@@ -14,6 +14,7 @@ enum JSON: Sendable {
     /// The compact serialisation, on one line.
     var serialized: String {
         var out = ""
+        out.reserveCapacity(512)
         write(to: &out)
         return out
     }
@@ -45,6 +46,12 @@ enum JSON: Sendable {
 
     private static func quote(_ s: String, into out: inout String) {
         out += "\""
+        // Most strings (names, addresses, flags) need no escaping: append them whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -1,10 +1,12 @@
 import ArgumentParser
+import Dispatch
 import Glibc
 import Netlink
+import Synchronization
 
 /// `reach`: reachability and network state of a Linux network namespace, for people and scripts.
 @main
-struct ReachCommand: AsyncParsableCommand {
+struct ReachCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reach",
         abstract: "Network reachability and link state from the Linux kernel (rtnetlink via libnl).",
@@ -16,15 +18,52 @@ struct ReachCommand: AsyncParsableCommand {
 
     /// Runs the tool with the contract's exit statuses: 0 and 1 from the commands, 2 with one line
     /// on standard error for anything that went wrong (argument-parser's default would be 64).
-    static func main() async {
+    ///
+    /// `main` is synchronous: the long-running commands (`watch`, `wait`, `events`) block the
+    /// main thread and never touch Swift's cooperative pool, whose libdispatch thread-pool
+    /// monitor would wake the process every second. Only `check` runs asynchronously.
+    static func main() {
+        acceptTerminationSignals()
         do {
             var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
+            if let asyncCommand = command as? AsyncParsableCommand {
+                try runBlocking(asyncCommand)
             } else {
                 try command.run()
             }
-        } catch let code as ExitCode {
+        } catch {
+            exit(with: error)
+        }
+    }
+
+    /// Unblocks SIGINT, SIGTERM, SIGHUP and SIGQUIT, which a process inherits blocked when it is
+    /// started from a thread that blocks them (a libdispatch worker does): `watch` and `events`
+    /// run until such a signal, and the main thread, which waits in a futex, must take it.
+    private static func acceptTerminationSignals() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+    }
+
+    /// Runs an asynchronous command to its end while the main thread waits.
+    private static func runBlocking(_ command: AsyncParsableCommand) throws {
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let box = UncheckedCommand(command: command)
+        Task {
+            var command = box.command
+            let result: Result<Void, any Error>
+            do { try await command.run(); result = .success(()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        try outcome.withLock { $0 }!.get()
+    }
+
+    private static func exit(with error: any Error) -> Never {
+        do { throw error } catch let code as ExitCode {
             Glibc.exit(code.rawValue)
         } catch {
             if exitCode(for: error) == .success {
@@ -36,6 +75,11 @@ struct ReachCommand: AsyncParsableCommand {
             Glibc.exit(2)
         }
     }
+}
+
+/// Carries a parsed command into the task that runs it (parsed values are plain data).
+private struct UncheckedCommand: @unchecked Sendable {
+    let command: AsyncParsableCommand
 }
 
 /// The `--netns` option that every command takes.

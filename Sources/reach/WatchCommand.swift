@@ -5,7 +5,7 @@ import Reachability
 import Synchronization
 
 /// `reach watch`: the answer for each target now, then one line per real change.
-struct WatchCommand: AsyncParsableCommand {
+struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Print the answer for each target now, then one line per change.",
@@ -26,7 +26,7 @@ struct WatchCommand: AsyncParsableCommand {
     /// The monitors live as long as the process prints.
     private static let keepAlive = Mutex<[Reachability]>([])
 
-    func run() async throws {
+    func run() throws {
         let parsed = try targets.map { text throws(ReachabilityError) in (text, try ReachabilityTarget(parsing: text)) }
         let namespace = try namespaceOption.namespace()
         let printQueue = DispatchQueue(label: "reach.watch")
@@ -46,13 +46,14 @@ struct WatchCommand: AsyncParsableCommand {
             }
         Self.keepAlive.withLock { $0 = monitors }
         for monitor in monitors { monitor.startListening() }
-        // Runs until interrupted; the monitors print from their queue.
-        while true { try await Task.sleep(for: .seconds(3600)) }
+        // Runs until interrupted; the monitors print from their queue. The main thread sleeps
+        // in a futex with no timeout: nothing in the process wakes while nothing changes.
+        DispatchSemaphore(value: 0).wait()
     }
 }
 
 /// `reach wait`: block until a target is reachable.
-struct WaitCommand: AsyncParsableCommand {
+struct WaitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
         abstract: "Wait until a target is reachable (exit 0), or until the timeout (exit 1).",
@@ -70,24 +71,15 @@ struct WaitCommand: AsyncParsableCommand {
         if let timeout, !(timeout >= 0 && timeout.isFinite) { throw ValidationError("--timeout must be a number of seconds, 0 or more") }
     }
 
-    func run() async throws {
+    func run() throws {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let monitor = try Reachability(target: parsed, namespace: try namespaceOption.namespace())
-        let reachable = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await answer in monitor.updates() where answer.isReachable { return true }
-                return false
-            }
-            if let timeout {
-                group.addTask {
-                    try? await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
-                    return false
-                }
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-        if !reachable { throw ExitCode(1) }
+        let reachable = DispatchSemaphore(value: 0)
+        monitor.onChange = { _, answer in if answer.isReachable { reachable.signal() } }
+        monitor.startListening()
+        // A futex wait, with the caller's timeout if any: no polling.
+        let outcome = reachable.wait(timeout: timeout.map { .now() + .nanoseconds(Int(($0 * 1e9).rounded(.up))) } ?? .distantFuture)
+        monitor.stopListening()
+        if outcome == .timedOut { throw ExitCode(1) }
     }
 }

@@ -37,6 +37,10 @@ final class ReachabilityEngine: Sendable {
         var nextID: UInt64 = 1
         var evaluationScheduled = false
         var networkChangedForHosts = false
+        /// What changed since the last round: the destinations of changed routes, or
+        /// everything (a link, an address, a resynchronization, or too many routes to list).
+        var changedNetworks: [IPNetwork] = []
+        var everythingChanged = true
         var observation: NetlinkObservation?
         var evaluations = 0
         /// The latest addresses of every host name resolved here, watched or only queried, and
@@ -183,13 +187,35 @@ final class ReachabilityEngine: Sendable {
 
     // MARK: - On the queue
 
+    /// Beyond this many changed routes in one round, every target is evaluated.
+    private static let changedNetworkLimit = 64
+
     private func received(_ event: NetlinkEvent) {
         let schedule = state.withLock { state -> Bool in
+            var networkChanged = false
             switch event {
-            case .address, .route, .snapshot, .resynchronized:
+            case .route(let change):
+                // A route can change the kernel's answer only for destinations inside its prefix.
+                let routes: [Route] = if case .changed(let old, let new) = change { [old, new] } else { [change.route] }
+                for route in routes where !state.everythingChanged {
+                    state.changedNetworks.append(route.destination)
+                    if state.changedNetworks.count > Self.changedNetworkLimit {
+                        state.everythingChanged = true
+                        state.changedNetworks.removeAll()
+                    }
+                }
+                // Only a new default route or address means a new network, whose name servers
+                // may answer differently: other routes come and go without a new resolution.
+                networkChanged = routes.contains(where: \.isDefault)
+            case .address, .snapshot, .resynchronized:
+                state.everythingChanged = true
+                networkChanged = true
+            case .link:
+                state.everythingChanged = true
+            }
+            if networkChanged {
                 state.networkChangedForHosts = true
                 for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
-            case .link: break
             }
             defer { state.evaluationScheduled = true }
             return !state.evaluationScheduled
@@ -199,23 +225,68 @@ final class ReachabilityEngine: Sendable {
         if schedule { queue.async { [self] in evaluateAll() } }
     }
 
+    /// One round: the targets that the round's changes can affect are evaluated against one
+    /// snapshot, with every kernel lookup they need sent in batches (one datagram carries many
+    /// requests), and the round observers see the same snapshot.
     private func evaluateAll() {
-        let (targets, reresolve) = state.withLock { state -> ([ReachabilityTarget], Bool) in
+        let (targets, reresolve, affected) = state.withLock { state -> ([ReachabilityTarget], Bool, [ReachabilityTarget]) in
             state.evaluationScheduled = false
-            defer { state.networkChangedForHosts = false }
-            return (Array(state.entries.keys), state.networkChangedForHosts)
+            defer {
+                state.networkChangedForHosts = false
+                state.everythingChanged = false
+                state.changedNetworks.removeAll(keepingCapacity: true)
+            }
+            let targets = Array(state.entries.keys)
+            let affected = state.everythingChanged ? targets
+                : targets.filter { Self.canChange($0, addresses: state.entries[$0]?.addresses, after: state.changedNetworks) }
+            return (targets, state.networkChangedForHosts, affected)
         }
         let snapshot = snapshot()
-        for target in targets {
-            if reresolve, case .host = target { resolve(target) }
-            evaluateAndStore(target, in: snapshot)
+        if reresolve {
+            for target in targets { if case .host = target { resolve(target) } }
         }
+        let lookups = prefetchLookups(for: affected)
+        for target in affected { evaluateAndStore(target, in: snapshot, lookups: lookups) }
         for observer in state.withLock({ Array($0.roundObservers.values) }) { observer(snapshot) }
+    }
+
+    /// Whether routes to `changed` destinations can change the answer for `target`. The internet,
+    /// and a host not yet resolved, are judged from the default routes and always re-judged
+    /// (no kernel lookup); an address only when a changed prefix contains it.
+    private static func canChange(_ target: ReachabilityTarget, addresses: [IPAddress]?, after changed: [IPNetwork]) -> Bool {
+        switch target {
+        case .internet: return true
+        case .address(let address): return changed.contains { $0.contains(address) }
+        case .addressPair(_, let remote): return changed.contains { $0.contains(remote) }
+        case .host:
+            guard let addresses else { return true }
+            return addresses.contains { address in changed.contains { $0.contains(address) } }
+        }
+    }
+
+    /// The kernel's route for every address that `targets` need, asked in batches; nil if the
+    /// batch failed (each target then asks on its own and reports its own error).
+    private func prefetchLookups(for targets: [ReachabilityTarget]) -> [IPAddress: RouteLookupResult]? {
+        var destinations: Set<IPAddress> = []
+        state.withLock { state in
+            for target in targets {
+                switch target {
+                case .address(let address): destinations.insert(address)
+                case .host: destinations.formUnion(state.entries[target]?.addresses ?? [])
+                case .internet, .addressPair: break
+                }
+            }
+        }
+        guard destinations.count > 1 else { return nil }
+        let ordered = Array(destinations)
+        guard let results = try? connection.lookupRoutes(to: ordered) else { return nil }
+        return Dictionary(uniqueKeysWithValues: zip(ordered, results))
     }
 
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
     @discardableResult
-    private func evaluateAndStore(_ target: ReachabilityTarget, in snapshot: Snapshot) -> ReachabilityAnswer {
+    private func evaluateAndStore(_ target: ReachabilityTarget, in snapshot: Snapshot,
+                                  lookups: [IPAddress: RouteLookupResult]? = nil) -> ReachabilityAnswer {
         let addresses = state.withLock { state -> [IPAddress]? in
             if case .host(let name) = target { return state.entries[target]?.addresses ?? state.resolvedHosts[name]?.addresses }
             return nil
@@ -224,7 +295,7 @@ final class ReachabilityEngine: Sendable {
            state.withLock({ ($0.entries[target]?.resolutionGeneration ?? 1) == 0 }) {
             resolve(target)
         }
-        let answer = evaluate(target, addresses: addresses, in: snapshot)
+        let answer = evaluate(target, addresses: addresses, in: snapshot, lookups: lookups)
         let watchers = state.withLock { state -> [Watcher] in
             state.evaluations += 1
             guard var entry = state.entries[target] else { return [] }
@@ -285,12 +356,18 @@ final class ReachabilityEngine: Sendable {
     }
 
     /// The pure part: the subscription's state, kernel lookups, classifications.
-    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?, in snapshot: Snapshot) -> ReachabilityAnswer {
+    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?, in snapshot: Snapshot,
+                          lookups: [IPAddress: RouteLookupResult]? = nil) -> ReachabilityAnswer {
         let network = snapshot.network
         let classifications = snapshot.classifications
         func lookup(_ destination: IPAddress, from source: IPAddress? = nil) -> ReachabilityAnswer {
             do {
-                let result = try connection.lookupRoute(to: destination, from: source)
+                let result: RouteLookupResult
+                if source == nil, let prefetched = lookups?[destination] {
+                    result = prefetched
+                } else {
+                    result = try connection.lookupRoute(to: destination, from: source)
+                }
                 return ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
                                                       classifications: classifications)
             } catch {
@@ -332,11 +409,13 @@ extension ReachabilityAnswer {
     }
 }
 
-/// Runs host-name resolutions on a dispatch queue of their own, so that they progress even when
-/// an application blocks every thread of Swift's cooperative pool.
+/// Runs host-name resolution tasks on a serial dispatch queue of their own, so that they progress
+/// even when an application blocks every thread of Swift's cooperative pool. Their jobs are
+/// short (the blocking getaddrinfo runs on ``BlockingLanes``), and a serial queue, unlike a
+/// concurrent one, does not start libdispatch's once-a-second thread-pool monitor.
 final class ResolutionExecutor: TaskExecutor {
     static let shared = ResolutionExecutor()
-    private let queue = DispatchQueue(label: "Reachability.resolution", attributes: .concurrent)
+    private let queue = DispatchQueue(label: "Reachability.resolution")
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

@@ -1,3 +1,4 @@
+import Synchronization
 import Dispatch
 import Foundation
 import Glibc
@@ -33,7 +34,7 @@ public struct SystemHostResolver: HostResolver {
             if let found = try? await hosts.resolve(host), !found.isEmpty { return found }
         }
         return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            BlockingLanes.resolution.next().async {
                 do throws(NetlinkError) {
                     let result = try namespace.perform { () -> Result<[IPAddress], ReachabilityError> in
                         Self.getaddrinfo(host)
@@ -129,5 +130,26 @@ extension IPAddress {
         default:
             return nil
         }
+    }
+}
+
+/// A few serial queues for blocking calls (getaddrinfo), used in turn.
+///
+/// Serial queues run on libdispatch's overcommit threads. The global concurrent queues would
+/// start libdispatch's thread-pool monitor, a timer that wakes the process every second for as
+/// long as it lives; a monitoring library must cost nothing while nothing changes.
+final class BlockingLanes: Sendable {
+    static let resolution = BlockingLanes(label: "Reachability.resolver", count: 4)
+
+    private let lanes: [DispatchQueue]
+    private let cursor = Atomic<Int>(0)
+
+    init(label: String, count: Int) {
+        lanes = (0..<count).map { DispatchQueue(label: "\(label) \($0)") }
+    }
+
+    /// The next lane, round robin.
+    func next() -> DispatchQueue {
+        lanes[cursor.add(1, ordering: .relaxed).oldValue % lanes.count]
     }
 }

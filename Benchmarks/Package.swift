@@ -1,0 +1,26 @@
+// swift-tools-version: 6.1
+// The library's benchmarks, kept out of the main package (and out of CI): run them with
+// `swift package benchmark` here, or `./compare.sh` for the table beside the peers.
+import PackageDescription
+
+let package = Package(
+    name: "ReachabilityBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "swift-linux-reachability", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "ReachabilityBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Netlink", package: "swift-linux-reachability"),
+                .product(name: "Reachability", package: "swift-linux-reachability"),
+            ],
+            path: "Benchmarks/ReachabilityBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

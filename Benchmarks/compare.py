@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""Measures the library beside the floor (bare C netlink) and the peers (libnl's cache manager,
+GLib's GNetworkMonitor, `ip route get`) in one run, and prints one table. Called by compare.sh,
+which builds everything first. Needs root; works only in namespaces it creates and deletes.
+
+usage: compare.py REACH PEERS_DIR BENCH_OUTPUT
+"""
+import json, os, re, shlex, subprocess, sys, tempfile, time
+
+REACH, PEERS, BENCH_OUTPUT = sys.argv[1], sys.argv[2], sys.argv[3]
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.path.join(HERE, "..", "..", "shared", "bench")
+PY = "/usr/bin/python3"
+rows = []  # (figure, library, floor, peers, ratio, target, met)
+
+
+def sh(*args, **kw):
+    return subprocess.run(args, check=True, **kw)
+
+
+class Namespace:
+    def __init__(self, label):
+        self.name = f"rcmp{os.getpid()}-{label}"
+        sh("ip", "netns", "add", self.name)
+        self.batch("link set lo up\nlink add vb0 type veth peer name vb1\naddress add 10.200.0.1/24 dev vb0\n"
+                   "link set vb1 up\nlink set vb0 up\nroute add default via 10.200.0.2 dev vb0\n")
+
+    def batch(self, text):
+        with tempfile.NamedTemporaryFile("w", suffix=".batch", delete=False) as f:
+            f.write(text)
+        try:
+            sh("ip", "-n", self.name, "-batch", f.name)
+        finally:
+            os.unlink(f.name)
+
+    def spawn(self, command, out=subprocess.DEVNULL):
+        return subprocess.Popen(["ip", "netns", "exec", self.name] + shlex.split(command), stdout=out, stderr=subprocess.DEVNULL)
+
+    def delete(self):
+        subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process and all its threads."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def listener_pid(proc):
+    """`ip netns exec` execs the command, so the child's pid is the listener's."""
+    return proc.pid
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else "n/a"
+
+
+# --- Event latency ---------------------------------------------------------------------------
+def latency():
+    commands = [("raw_listener (floor)", f"{PEERS}/raw_listener"), ("libnl cache manager", f"{PEERS}/libnl_listener"),
+                ("GLib GNetworkMonitor", f"{PY} {SHARED}/peers/glib_listener.py"),
+                ("reach events --json", f"{REACH} events --json"), ("reach watch 10.200.0.2", f"{REACH} watch 10.200.0.2")]
+    results = {}
+    for name, command in commands:
+        out = subprocess.run([PY, f"{SHARED}/latency.py", "-n", "300", f"x={command}"], capture_output=True, text=True, check=True).stdout
+        results[name] = json.loads(out.strip().splitlines()[-1])
+    floor = results["raw_listener (floor)"]
+    for name in ["reach events --json", "reach watch 10.200.0.2"]:
+        r = results[name]
+        met = r["p50_us"] <= 1.2 * floor["p50_us"] and r["p99_us"] < 1000
+        rows.append((f"latency p50/p99 µs, {name}", f"{r['p50_us']:.0f} / {r['p99_us']:.0f}",
+                     f"{floor['p50_us']:.0f} / {floor['p99_us']:.0f}",
+                     f"libnl {results['libnl cache manager']['p50_us']:.0f} / {results['libnl cache manager']['p99_us']:.0f}, "
+                     f"GLib {results['GLib GNetworkMonitor']['p50_us']:.0f} / {results['GLib GNetworkMonitor']['p99_us']:.0f}",
+                     ratio(r["p50_us"], floor["p50_us"]), "≤1.2x, p99 <1000", met))
+
+
+# --- Lookups, cached answers, 10k monitors, in-process figures from the benchmark run --------
+def benchmark_p50(name, unit_scale):
+    """p50 of the wall-clock row of benchmark `name` in the text output, in ns."""
+    text = open(BENCH_OUTPUT).read()
+    block = text.split(f"\n{name}\n", 1)
+    if len(block) < 2:
+        return None
+    for line in block[1].splitlines():
+        if line.startswith("│ Time (wall clock)"):
+            unit = re.search(r"\((ns|μs|ms|s)\)", line).group(1)
+            cells = [c.strip() for c in line.split("│")[2:-1]]
+            value = float(cells[2].replace(",", ""))
+            return value * {"ns": 1, "μs": 1e3, "ms": 1e6, "s": 1e9}[unit] / unit_scale
+    return None
+
+
+def lookups(ns):
+    out = subprocess.run(["ip", "netns", "exec", ns.name, f"{PEERS}/raw_lookup", "198.18.0.1", "100000"],
+                         capture_output=True, text=True, check=True).stdout
+    floor_ns = float(out.split()[0])
+    started = time.monotonic()
+    for _ in range(200):
+        subprocess.run(["ip", "-n", ns.name, "route", "get", "198.18.0.1"], stdout=subprocess.DEVNULL, check=True)
+    ip_ns = (time.monotonic() - started) / 200 * 1e9
+    single = benchmark_p50("Fresh lookup", 1)
+    batch = benchmark_p50("Fresh lookup, batch of 1000", 1000)
+    rows.append(("fresh lookup, ns per lookup", f"{single:.0f}" if single else "n/a", f"{floor_ns:.0f}",
+                 f"ip route get {ip_ns / 1000:.0f} µs (a process each)", ratio(single, floor_ns), "≤1.3x",
+                 bool(single and single <= 1.3 * floor_ns)))
+    rows.append(("fresh lookups in batches of 1000, ns per lookup", f"{batch:.0f}" if batch else "n/a", f"{floor_ns:.0f}",
+                 "", ratio(batch, floor_ns), "(no target)", None))
+    cached = benchmark_p50("Cached answer", 1)
+    rows.append(("cached answer, ns", f"{cached:.0f}" if cached else "n/a", "", "", "", "<1000 ns", bool(cached and cached < 1000)))
+    tenk = benchmark_p50("10000 monitors, one route change", 1e6)
+    rows.append(("10 000 monitors, one route change, ms", f"{tenk:.1f}" if tenk else "n/a", f"{10000 * floor_ns / 1e6:.1f} (10 000 bare lookups)",
+                 "", "", "<20 ms", bool(tenk and tenk < 20)))
+
+
+# --- Start-up with 1M routes and 1000 links -------------------------------------------------
+def timed_rss(command):
+    """Wall seconds and max RSS (KiB) of one command."""
+    out = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + command, capture_output=True, text=True)
+    wall, rss = out.stderr.strip().splitlines()[-1].split()
+    return float(wall), int(rss)
+
+
+def startup():
+    empty = Namespace("empty")
+    big = Namespace("big")
+    try:
+        big.batch("".join(f"link add bl{i} type veth peer name br{i}\n" for i in range(500)))
+        lines = []
+        for i in range(1_000_000):
+            value = (11 << 24) + i * 256
+            lines.append(f"route add {value >> 24}.{(value >> 16) & 255}.{(value >> 8) & 255}.0/24 via 10.200.0.2\n")
+        big.batch("".join(lines))
+        runs = [timed_rss([REACH, "check", "--netns", big.name]) for _ in range(5)]
+        wall = sorted(r[0] for r in runs)[2]
+        rss = sorted(r[1] for r in runs)[2]
+        base_rss = sorted(timed_rss([REACH, "check", "--netns", empty.name])[1] for _ in range(5))[2]
+        ip_wall = sorted(timed_rss(["ip", "-n", big.name, "route", "get", "11.0.0.1"])[0] for _ in range(5))[2]
+        ip_default = timed_rss(["ip", "-n", big.name, "route", "show", "default"])[0]
+        glib = subprocess.run(["/usr/bin/time", "-f", "%e %M", "timeout", "120", "ip", "netns", "exec", big.name, PY,
+                               f"{SHARED}/peers/glib_can_reach.py", "11.0.0.1"], capture_output=True, text=True)
+        glib_wall, glib_rss = glib.stderr.strip().splitlines()[-1].split()
+        rows.append(("start-up with 1M routes + 1000 links: `reach check` wall ms", f"{wall * 1000:.0f}", "",
+                     f"ip route get {ip_wall * 1000:.0f} ms, ip route show default {ip_default * 1000:.0f} ms, GLib {float(glib_wall) * 1000:.0f} ms",
+                     "", "<100 ms", wall < 0.1))
+        rows.append(("RSS growth, 1M routes vs empty table, MiB", f"{(rss - base_rss) / 1024:.1f}", "", f"GLib max RSS {int(glib_rss) / 1024:.0f} MiB",
+                     "", "<20 MiB", (rss - base_rss) / 1024 < 20))
+    finally:
+        big.delete()
+        empty.delete()
+
+
+# --- Route churn ------------------------------------------------------------------------------
+def churn():
+    ns = Namespace("churn")
+    try:
+        listeners = {"raw_listener (floor)": f"{PEERS}/raw_listener", "libnl cache manager": f"{PEERS}/libnl_listener",
+                     "reach events": f"{REACH} events", "reach watch 11.0.0.1": f"{REACH} watch 11.0.0.1"}
+        procs = {name: ns.spawn(command) for name, command in listeners.items()}
+        time.sleep(2)
+        before = {name: cpu_seconds(p.pid) for name, p in procs.items()}
+        adds = "".join(f"route add 11.{i // 256}.{i % 256}.0/24 via 10.200.0.2\n" for i in range(50_000))
+        ns.batch(adds)
+        ns.batch(adds.replace("route add", "route del"))
+        time.sleep(3)
+        used = {name: cpu_seconds(p.pid) - before[name] for name, p in procs.items()}
+        for p in procs.values():
+            p.terminate()
+            p.wait(5)
+        floor = used["raw_listener (floor)"]
+        for name in ["reach events", "reach watch 11.0.0.1"]:
+            rows.append((f"CPU s for 100 000 route changes, {name}", f"{used[name]:.2f}", f"{floor:.2f}",
+                         f"libnl {used['libnl cache manager']:.2f}", ratio(used[name], floor), "≤2x", used[name] <= 2 * floor))
+    finally:
+        ns.delete()
+
+
+# --- Idle --------------------------------------------------------------------------------------
+def idle():
+    ns = Namespace("idle")
+    try:
+        proc = ns.spawn(f"{REACH} watch 10.200.0.2")
+        time.sleep(7)  # libdispatch retires idle worker threads after 5 s
+        out = subprocess.run(["timeout", "-s", "INT", "10", "strace", "-c", "-f", "-p", str(proc.pid)],
+                             capture_output=True, text=True).stderr
+        total = re.search(r"^100\.00\s+\S+\s+\S+\s+(\d+)", out, re.M)
+        calls = int(total.group(1)) if total else 0
+        proc.terminate()
+        proc.wait(5)
+        rows.append(("idle `reach watch`, system calls in 10 s (strace -c -f)", str(calls), "", "", "", "0", calls == 0))
+    finally:
+        ns.delete()
+
+
+if __name__ == "__main__":
+    small = Namespace("small")
+    try:
+        lookups(small)
+    finally:
+        small.delete()
+    latency()
+    churn()
+    idle()
+    startup()
+    print()
+    print("| figure | library | floor (bare C) | peers | ratio to floor | target | met |")
+    print("|---|---|---|---|---|---|---|")
+    for figure, library, floor, peers, r, target, met in rows:
+        print(f"| {figure} | {library} | {floor} | {peers} | {r} | {target} | {'yes' if met else ('no' if met is not None else '')} |")

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Builds the library's release binaries and benchmarks, the C peers, and prints one table: the
+# library beside the floor (bare rtnetlink) and the peers (libnl's cache manager, GLib, ip),
+# measured in the same run. Needs root; creates and deletes its own namespaces only.
+# Usage: Benchmarks/compare.sh        (about 10 minutes on 2 cores; not part of CI)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+shared=$(cd "$root/../shared" && pwd)
+out=${COMPARE_OUTPUT:-/tmp/reach-compare}
+mkdir -p "$out"
+
+# What it needs on a fresh machine (Debian): the library's own build dependencies, the peers'
+# compiler and GLib's Python bindings, strace for the idle check, GNU time for RSS.
+"$root/scripts/install-deps.sh"
+missing=""
+for pkg in gcc pkg-config python3-gi gir1.2-glib-2.0 strace time iproute2; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
+done
+if [ -n "$missing" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+fi
+
+echo "== building reach (release) and the peers"
+(cd "$root" && swift build -c release --product reach 2>&1 | tail -1)
+sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
+
+echo "== in-process benchmarks (ordo-one/benchmark)"
+(cd "$here" && swift package --disable-sandbox benchmark --no-progress \
+    --filter 'Cached answer|Fresh lookup.*|10000 monitors.*|Event latency.*' 2>&1 \
+    | grep -v '^\[' | tee "$out/benchmarks.txt" | sed -n '/Running Benchmarks/,$p')
+
+echo "== beside the floor and the peers"
+python3 "$here/compare.py" "$root/.build/release/reach" "$out/peers" "$out/benchmarks.txt" | tee "$out/table.md"

@@ -1,0 +1,334 @@
+import CNetlink
+import Glibc
+
+/// A bare NETLINK_ROUTE socket for the two requests where libnl's one-message-at-a-time
+/// machinery costs more than the kernel's work: default-route dumps that stop early, and route
+/// lookups sent in batches. Messages are still parsed by libnl (`rtnl_route_parse`), but only
+/// the ones that matter.
+///
+/// Not thread-safe: its owner serialises every use, like ``RequestSocket``.
+final class RawRouteSocket {
+    /// The namespace the socket lives in; a socket whose dump was abandoned is replaced by a
+    /// new one opened there.
+    private let namespace: NetworkNamespace
+    private var descriptor: Int32 = -1
+    private var sequence: UInt32 = 0
+    private var buffer: UnsafeMutableRawBufferPointer
+
+    /// The size of the receive buffer: the kernel fills dump datagrams up to 32 KiB.
+    private static let bufferSize = 64 * 1024
+
+    /// Opens the socket. Call it on a thread that is inside `namespace` (or with a namespace
+    /// that is the current one); later replacements are opened through
+    /// ``NetworkNamespace/perform(_:)``.
+    init(namespace: NetworkNamespace) throws(NetlinkError) {
+        self.namespace = namespace
+        buffer = .allocate(byteCount: Self.bufferSize, alignment: 8)
+        descriptor = try Self.openDescriptor()
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+        buffer.deallocate()
+    }
+
+    private static func openDescriptor() throws(NetlinkError) -> Int32 {
+        let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
+        guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open netlink socket") }
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "bind netlink socket")
+        }
+        // Batched lookup answers wait here until read: ask for 1 MiB (SO_RCVBUFFORCE needs
+        // CAP_NET_ADMIN; SO_RCVBUF is capped at net.core.rmem_max).
+        if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, 1 << 20) != 0 {
+            _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, 1 << 20)
+        }
+        // Strict checking lets the kernel filter dumps by table and output link (Linux 4.20+);
+        // without it the filter is applied here, on every route.
+        _ = cnetlink_setsockopt_int(fd, cnetlink_sol_netlink(), cnetlink_netlink_get_strict_chk(), 1)
+        return fd
+    }
+
+    /// The socket, reopened in the namespace if the last dump was abandoned.
+    private func socketDescriptor() throws(NetlinkError) -> Int32 {
+        if descriptor >= 0 { return descriptor }
+        descriptor = try namespace.perform { () throws(NetlinkError) in try Self.openDescriptor() }
+        return descriptor
+    }
+
+    /// Drops the socket with a dump still running on it: closing it is the only way to end a
+    /// netlink dump early. The next request opens a new one.
+    private func abandon() {
+        close(descriptor)
+        descriptor = -1
+    }
+
+    // MARK: Default routes
+
+    /// Streams the default routes of `family` that `filter` selects.
+    ///
+    /// Only default-route messages are parsed; the others are skipped by their header. An IPv4
+    /// dump also stops early: the kernel dumps each IPv4 table in ascending key order, tables in
+    /// the order of their hash bucket (table id modulo 256, the oldest table of a bucket last),
+    /// so once a route of the main table (254) with a non-zero destination arrives, every
+    /// default route of the main table and of every table in the buckets before it has been
+    /// seen. Only bucket 255 (the local table, which holds local and broadcast routes) is left
+    /// unread. On a host with a full Internet table this reads one datagram instead of a
+    /// million routes. IPv6 dumps walk their tree children first, so the default route comes
+    /// last and the dump is read to its end.
+    ///
+    /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump (the caller
+    ///   starts again), or the kernel's error.
+    func forEachDefaultRoute(family: AddressFamily, filter: RouteFilter, _ body: (Route) -> Void) throws(NetlinkError) {
+        let fd = try socketDescriptor()
+        sequence &+= 1
+        let seq = sequence
+        try sendDumpRequest(fd: fd, family: family, filter: filter, sequence: seq)
+        var interrupted = false
+        while true {
+            let received = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if received < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                abandon()
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "default route dump")
+            }
+            var offset = 0
+            while offset + MemoryLayout<nlmsghdr>.size <= received {
+                let header = buffer.baseAddress!.advanced(by: offset).assumingMemoryBound(to: nlmsghdr.self)
+                let length = Int(header.pointee.nlmsg_len)
+                guard length >= MemoryLayout<nlmsghdr>.size, offset + length <= received else { break }
+                offset += (length + 3) & ~3
+                guard header.pointee.nlmsg_seq == seq else { continue }
+                if Int32(header.pointee.nlmsg_flags) & NLM_F_DUMP_INTR != 0 { interrupted = true }
+                switch Int32(header.pointee.nlmsg_type) {
+                case NLMSG_DONE:
+                    if interrupted { throw .dumpInterrupted }
+                    return
+                case NLMSG_ERROR:
+                    let code = errorCode(of: header)
+                    if code == 0 { continue }
+                    throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "default route dump")
+                case Int32(RTM_NEWROUTE):
+                    switch classify(header, family: family) {
+                    case .defaultRoute:
+                        if let route = Route(message: header), filter.matches(route) { body(route) }
+                    case .other:
+                        continue
+                    case .pastMainDefaults:
+                        abandon()
+                        if interrupted { throw .dumpInterrupted }
+                        return
+                    }
+                default:
+                    continue
+                }
+            }
+        }
+    }
+
+    private enum RouteMessageKind { case defaultRoute, other, pastMainDefaults }
+
+    /// Reads only the header and attributes of a route message: is it a default route, or an
+    /// IPv4 main-table route past the main table's default routes?
+    private func classify(_ header: UnsafeMutablePointer<nlmsghdr>, family: AddressFamily) -> RouteMessageKind {
+        let length = Int(header.pointee.nlmsg_len)
+        let headerSize = MemoryLayout<nlmsghdr>.size
+        guard length >= headerSize + MemoryLayout<rtmsg>.size else { return .other }
+        let base = UnsafeRawPointer(header)
+        let message = base.advanced(by: headerSize).loadUnaligned(as: rtmsg.self)
+        if message.rtm_dst_len == 0 { return .defaultRoute }
+        guard family == .ipv4 else { return .other }
+        var table = UInt32(message.rtm_table)
+        var destinationIsZero = true
+        var offset = headerSize + ((MemoryLayout<rtmsg>.size + 3) & ~3)
+        while offset + 4 <= length {
+            let attributeLength = Int(base.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            let type = Int32(base.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self))
+            guard attributeLength >= 4, offset + attributeLength <= length else { break }
+            if type == Int32(RTA_TABLE.rawValue), attributeLength >= 8 {
+                table = base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+            } else if type == Int32(RTA_DST.rawValue), attributeLength >= 8 {
+                destinationIsZero = base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) == 0
+            }
+            offset += (attributeLength + 3) & ~3
+        }
+        return table == UInt32(RT_TABLE_MAIN.rawValue) && !destinationIsZero ? .pastMainDefaults : .other
+    }
+
+    private func sendDumpRequest(fd: Int32, family: AddressFamily, filter: RouteFilter, sequence: UInt32) throws(NetlinkError) {
+        var request = RequestBuilder(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: sequence)
+        var header = rtmsg()
+        header.rtm_family = family.rawValue
+        if let table = filter.table, table.rawValue < 256 { header.rtm_table = UInt8(table.rawValue) }
+        if let type = filter.type { header.rtm_type = type.rawValue }
+        if let proto = filter.routeProtocol { header.rtm_protocol = proto.rawValue }
+        request.append(header)
+        if let table = filter.table, table.rawValue >= 256 { request.appendAttribute(UInt16(RTA_TABLE.rawValue), table.rawValue) }
+        if let index = filter.outputLinkIndex { request.appendAttribute(UInt16(RTA_OIF.rawValue), UInt32(bitPattern: index)) }
+        try send(request.finish(), on: fd, context: "send default route dump")
+    }
+
+    // MARK: Batched lookups
+
+    /// How many lookups may be in flight at once. Each answer takes a few KiB of the receive
+    /// buffer until it is read; if the buffer overflows anyway (`ENOBUFS`), the window halves
+    /// and the unanswered lookups are sent again on a new socket.
+    private var lookupWindow = 64
+
+    /// Asks the kernel how it would route a packet to each destination (RTM_GETROUTE, as
+    /// ``RequestSocket/lookupRoute(to:from:outputLinkIndex:mark:)`` without a source, link or
+    /// mark), many requests to a datagram, reading the answers as they come.
+    func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
+        var results = [RouteLookupResult?](repeating: nil, count: destinations.count)
+        var cursor = 0
+        while cursor < destinations.count {
+            let fd = try socketDescriptor()
+            let sent = Array((cursor..<destinations.count).lazy.filter { results[$0] == nil }.prefix(lookupWindow))
+            guard !sent.isEmpty else { break }
+            let first = sequence &+ 1
+            var request = RequestBuilder()
+            for index in sent {
+                sequence &+= 1
+                request.begin(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST), sequence: sequence)
+                let destination = destinations[index]
+                var header = rtmsg()
+                header.rtm_family = destination.family.rawValue
+                header.rtm_dst_len = destination.family.bitWidth
+                header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)
+                request.append(header)
+                request.appendAttribute(UInt16(RTA_DST.rawValue), destination.octets)
+                request.end()
+            }
+            try send(request.bytes, on: fd, context: "send route lookups")
+            var pending = sent.count
+            receiving: while pending > 0 {
+                let received = recv(fd, buffer.baseAddress, buffer.count, 0)
+                if received < 0 {
+                    let code = errno
+                    if code == EINTR { continue }
+                    abandon()
+                    if code == ENOBUFS && lookupWindow > 1 {
+                        lookupWindow /= 2
+                        break receiving
+                    }
+                    throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "route lookups")
+                }
+                var offset = 0
+                while offset + MemoryLayout<nlmsghdr>.size <= received {
+                    let header = buffer.baseAddress!.advanced(by: offset).assumingMemoryBound(to: nlmsghdr.self)
+                    let length = Int(header.pointee.nlmsg_len)
+                    guard length >= MemoryLayout<nlmsghdr>.size, offset + length <= received else { break }
+                    offset += (length + 3) & ~3
+                    let slot = Int(header.pointee.nlmsg_seq &- first)
+                    guard slot >= 0, slot < sent.count, results[sent[slot]] == nil else { continue }
+                    let result: RouteLookupResult
+                    switch Int32(header.pointee.nlmsg_type) {
+                    case Int32(RTM_NEWROUTE):
+                        guard let route = Route(message: header) else { continue }
+                        result = .route(route)
+                    case NLMSG_ERROR:
+                        switch errorCode(of: header) {
+                        case EHOSTUNREACH: result = .unreachable
+                        case EACCES: result = .prohibited
+                        case EINVAL: result = .blackhole
+                        case ENETUNREACH: result = .noRoute
+                        case let code:
+                            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code,
+                                               context: "route lookup \(destinations[sent[slot]])")
+                        }
+                    default:
+                        continue
+                    }
+                    results[sent[slot]] = result
+                    pending -= 1
+                }
+            }
+            if pending == 0 { cursor = sent.last! + 1 }
+        }
+        return results.map { $0! }
+    }
+
+    // MARK: Helpers
+
+    private func errorCode(of header: UnsafeMutablePointer<nlmsghdr>) -> Int32 {
+        guard Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + 4 else { return EPROTO }
+        return -UnsafeRawPointer(header).loadUnaligned(fromByteOffset: MemoryLayout<nlmsghdr>.size, as: Int32.self)
+    }
+
+    private func send(_ bytes: [UInt8], on fd: Int32, context: String) throws(NetlinkError) {
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        while true {
+            let sent = bytes.withUnsafeBytes { payload in
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(fd, payload.baseAddress, payload.count, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                    }
+                }
+            }
+            if sent >= 0 { return }
+            if errno == EINTR { continue }
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: context)
+        }
+    }
+}
+
+/// Builds netlink requests, several to a datagram, with the kernel's 4-byte alignment.
+private struct RequestBuilder {
+    private(set) var bytes: [UInt8] = []
+    private var messageStart = 0
+
+    init() {}
+
+    init(type: UInt16, flags: UInt16, sequence: UInt32) {
+        begin(type: type, flags: flags, sequence: sequence)
+    }
+
+    mutating func begin(type: UInt16, flags: UInt16, sequence: UInt32) {
+        messageStart = bytes.count
+        var header = nlmsghdr()
+        header.nlmsg_type = type
+        header.nlmsg_flags = flags
+        header.nlmsg_seq = sequence
+        append(header)
+    }
+
+    mutating func append<T>(_ value: T) {
+        withUnsafeBytes(of: value) { bytes.append(contentsOf: $0) }
+        pad()
+    }
+
+    mutating func appendAttribute(_ type: UInt16, _ value: UInt32) {
+        withUnsafeBytes(of: value) { appendAttribute(type, Array($0)) }
+    }
+
+    mutating func appendAttribute(_ type: UInt16, _ payload: [UInt8]) {
+        withUnsafeBytes(of: UInt16(4 + payload.count)) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: type) { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: payload)
+        pad()
+    }
+
+    /// Writes the current message's length into its header.
+    mutating func end() {
+        let length = UInt32(bytes.count - messageStart)
+        withUnsafeBytes(of: length) { for (i, byte) in $0.enumerated() { bytes[messageStart + i] = byte } }
+    }
+
+    mutating func finish() -> [UInt8] {
+        end()
+        return bytes
+    }
+
+    private mutating func pad() {
+        while bytes.count % 4 != 0 { bytes.append(0) }
+    }
+}
