@@ -202,7 +202,9 @@ final class RawRouteSocket {
                 var header = rtmsg()
                 header.rtm_family = destination.family.rawValue
                 header.rtm_dst_len = destination.family.bitWidth
-                header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)
+                // IPv4 names the table only when asked; IPv6 always does, and its strict request
+                // checking (on for this socket) rejects the flag with EINVAL.
+                if destination.family == .ipv4 { header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE) }
                 request.append(header)
                 request.appendAttribute(UInt16(RTA_DST.rawValue), destination.octets)
                 request.end()
