@@ -93,19 +93,7 @@ final class RawRouteSocket {
         try sendDumpRequest(fd: fd, family: family, filter: filter, sequence: seq)
         var interrupted = false
         while true {
-            let received = recv(fd, buffer.baseAddress, buffer.count, 0)
-            if received < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                abandon()
-                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "default route dump")
-            }
-            var offset = 0
-            while offset + MemoryLayout<nlmsghdr>.size <= received {
-                let header = buffer.baseAddress!.advanced(by: offset).assumingMemoryBound(to: nlmsghdr.self)
-                let length = Int(header.pointee.nlmsg_len)
-                guard length >= MemoryLayout<nlmsghdr>.size, offset + length <= received else { break }
-                offset += (length + 3) & ~3
+            for header in try receiveMessages(on: fd, context: "default route dump") {
                 guard header.pointee.nlmsg_seq == seq else { continue }
                 if Int32(header.pointee.nlmsg_flags) & NLM_F_DUMP_INTR != 0 { interrupted = true }
                 switch Int32(header.pointee.nlmsg_type) {
@@ -212,23 +200,14 @@ final class RawRouteSocket {
             try send(request.bytes, on: fd, context: "send route lookups")
             var pending = sent.count
             receiving: while pending > 0 {
-                let received = recv(fd, buffer.baseAddress, buffer.count, 0)
-                if received < 0 {
-                    let code = errno
-                    if code == EINTR { continue }
-                    abandon()
-                    if code == ENOBUFS && lookupWindow > 1 {
-                        lookupWindow /= 2
-                        break receiving
-                    }
-                    throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "route lookups")
+                let messages: [UnsafeMutablePointer<nlmsghdr>]
+                do {
+                    messages = try receiveMessages(on: fd, context: "route lookups")
+                } catch where error.systemErrno == ENOBUFS && lookupWindow > 1 {
+                    lookupWindow /= 2
+                    break receiving
                 }
-                var offset = 0
-                while offset + MemoryLayout<nlmsghdr>.size <= received {
-                    let header = buffer.baseAddress!.advanced(by: offset).assumingMemoryBound(to: nlmsghdr.self)
-                    let length = Int(header.pointee.nlmsg_len)
-                    guard length >= MemoryLayout<nlmsghdr>.size, offset + length <= received else { break }
-                    offset += (length + 3) & ~3
+                for header in messages {
                     let slot = Int(header.pointee.nlmsg_seq &- first)
                     guard slot >= 0, slot < sent.count, results[sent[slot]] == nil else { continue }
                     let result: RouteLookupResult
@@ -259,6 +238,28 @@ final class RawRouteSocket {
     }
 
     // MARK: Helpers
+
+    /// Reads one datagram into the buffer and returns its whole messages, which stay valid until
+    /// the next read. A failed read abandons the socket (an overflow leaves it unusable).
+    private func receiveMessages(on fd: Int32, context: String) throws(NetlinkError) -> [UnsafeMutablePointer<nlmsghdr>] {
+        var received: Int
+        repeat { received = recv(fd, buffer.baseAddress, buffer.count, 0) } while received < 0 && errno == EINTR
+        if received < 0 {
+            let code = errno
+            abandon()
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context)
+        }
+        var messages: [UnsafeMutablePointer<nlmsghdr>] = []
+        var offset = 0
+        while offset + MemoryLayout<nlmsghdr>.size <= received {
+            let header = buffer.baseAddress!.advanced(by: offset).assumingMemoryBound(to: nlmsghdr.self)
+            let length = Int(header.pointee.nlmsg_len)
+            guard length >= MemoryLayout<nlmsghdr>.size, offset + length <= received else { break }
+            messages.append(header)
+            offset += (length + 3) & ~3
+        }
+        return messages
+    }
 
     private func errorCode(of header: UnsafeMutablePointer<nlmsghdr>) -> Int32 {
         guard Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + 4 else { return EPROTO }
