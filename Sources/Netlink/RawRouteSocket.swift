@@ -152,16 +152,13 @@ final class RawRouteSocket {
     }
 
     private func sendDumpRequest(fd: Int32, family: AddressFamily, filter: RouteFilter, sequence: UInt32) throws(NetlinkError) {
-        var request = RequestBuilder(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: sequence)
-        var header = rtmsg()
-        header.rtm_family = family.rawValue
-        if let table = filter.table, table.rawValue < 256 { header.rtm_table = UInt8(table.rawValue) }
-        if let type = filter.type { header.rtm_type = type.rawValue }
-        if let proto = filter.routeProtocol { header.rtm_protocol = proto.rawValue }
+        var request = RequestBuilder()
+        request.begin(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: sequence)
+        let (header, attributes) = filter.dumpRequest(family: family)
         request.append(header)
-        if let table = filter.table, table.rawValue >= 256 { request.appendAttribute(UInt16(RTA_TABLE.rawValue), table.rawValue) }
-        if let index = filter.outputLinkIndex { request.appendAttribute(UInt16(RTA_OIF.rawValue), UInt32(bitPattern: index)) }
-        try send(request.finish(), on: fd, context: "send default route dump")
+        for attribute in attributes { request.appendAttribute(attribute.type, attribute.value) }
+        request.end()
+        try send(request.bytes, on: fd, context: "send default route dump")
     }
 
     // MARK: Batched lookups
@@ -216,15 +213,12 @@ final class RawRouteSocket {
                         guard let route = Route(message: header) else { continue }
                         result = .route(route)
                     case NLMSG_ERROR:
-                        switch errorCode(of: header) {
-                        case EHOSTUNREACH: result = .unreachable
-                        case EACCES: result = .prohibited
-                        case EINVAL: result = .blackhole
-                        case ENETUNREACH: result = .noRoute
-                        case let code:
+                        let code = errorCode(of: header)
+                        guard let answer = RouteLookupResult(lookupErrno: code) else {
                             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code,
                                                context: "route lookup \(destinations[sent[slot]])")
                         }
+                        result = answer
                     default:
                         continue
                     }
@@ -289,12 +283,6 @@ private struct RequestBuilder {
     private(set) var bytes: [UInt8] = []
     private var messageStart = 0
 
-    init() {}
-
-    init(type: UInt16, flags: UInt16, sequence: UInt32) {
-        begin(type: type, flags: flags, sequence: sequence)
-    }
-
     mutating func begin(type: UInt16, flags: UInt16, sequence: UInt32) {
         messageStart = bytes.count
         var header = nlmsghdr()
@@ -324,11 +312,6 @@ private struct RequestBuilder {
     mutating func end() {
         let length = UInt32(bytes.count - messageStart)
         withUnsafeBytes(of: length) { for (i, byte) in $0.enumerated() { bytes[messageStart + i] = byte } }
-    }
-
-    mutating func finish() -> [UInt8] {
-        end()
-        return bytes
     }
 
     private mutating func pad() {

@@ -93,21 +93,12 @@ final class RequestSocket {
     private func dumpRoutes(family: AddressFamily, filter: RouteFilter, _ body: (Route) -> Void) throws(NetlinkError) {
         guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), NLM_F_DUMP) else { throw .noMemory }
         defer { nlmsg_free(message) }
-        var header = rtmsg()
-        header.rtm_family = family.rawValue
-        if strictChecking {
-            if let table = filter.table { header.rtm_table = table.rawValue < 256 ? UInt8(table.rawValue) : 0 }
-            if let type = filter.type { header.rtm_type = type.rawValue }
-            if let proto = filter.routeProtocol { header.rtm_protocol = proto.rawValue }
-        }
+        // Without strict checking the kernel reads only the family; the filter applies here.
+        let request = (strictChecking ? filter : RouteFilter()).dumpRequest(family: family)
+        var header = request.header
         try nlCheck(nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)), "build route dump")
-        if strictChecking {
-            if let table = filter.table, table.rawValue >= 256 {
-                try nlCheck(nla_put_u32(message, Int32(RTA_TABLE.rawValue), table.rawValue), "build route dump")
-            }
-            if let index = filter.outputLinkIndex {
-                try nlCheck(nla_put_u32(message, Int32(RTA_OIF.rawValue), UInt32(bitPattern: index)), "build route dump")
-            }
+        for attribute in request.attributes {
+            try nlCheck(nla_put_u32(message, Int32(attribute.type), attribute.value), "build route dump")
         }
         try nlCheck(nl_send_auto(handle, message), "send route dump")
         // The kernel fills dump datagrams up to 32 KiB once it has seen a reader that large: one
@@ -160,13 +151,8 @@ final class RequestSocket {
         do {
             try receiver.receive(on: handle, context: "route lookup \(destination)")
         } catch {
-            switch error.systemErrno {
-            case EHOSTUNREACH: return .unreachable
-            case EACCES: return .prohibited
-            case EINVAL: return .blackhole
-            case ENETUNREACH: return .noRoute
-            default: throw error
-            }
+            guard let code = error.systemErrno, let answer = RouteLookupResult(lookupErrno: code) else { throw error }
+            return answer
         }
         guard let found else { throw NetlinkError(code: NetlinkError.failure.code, context: "route lookup \(destination): no answer") }
         return .route(found)

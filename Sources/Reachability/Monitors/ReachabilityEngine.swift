@@ -196,9 +196,9 @@ final class ReachabilityEngine: Sendable {
             switch event {
             case .route(let change):
                 // A route can change the kernel's answer only for destinations inside its prefix.
-                let routes: [Route] = if case .changed(let old, let new) = change { [old, new] } else { [change.route] }
-                for route in routes where !state.everythingChanged {
-                    state.changedNetworks.append(route.destination)
+                // (A changed route keeps its prefix: only default routes are reported as changed.)
+                if !state.everythingChanged {
+                    state.changedNetworks.append(change.route.destination)
                     if state.changedNetworks.count > Self.changedNetworkLimit {
                         state.everythingChanged = true
                         state.changedNetworks.removeAll()
@@ -206,7 +206,7 @@ final class ReachabilityEngine: Sendable {
                 }
                 // Only a new default route or address means a new network, whose name servers
                 // may answer differently: other routes come and go without a new resolution.
-                networkChanged = routes.contains(where: \.isDefault)
+                networkChanged = change.route.isDefault
             case .address, .snapshot, .resynchronized:
                 state.everythingChanged = true
                 networkChanged = true
