@@ -14,16 +14,6 @@ extension IPAddress {
     }
 }
 
-extension IPNetwork {
-    /// The prefix in a libnl `nl_addr`; an empty address becomes the family's zero prefix.
-    init?(libnl addr: OpaquePointer?, family: AddressFamily) {
-        guard let addr else { return nil }
-        let length = UInt8(truncatingIfNeeded: nl_addr_get_prefixlen(addr))
-        let address = IPAddress(libnl: addr) ?? (family == .ipv4 ? .v4(.any) : .v6(.any))
-        self.init(address: address, prefixLength: min(length, family.bitWidth))
-    }
-}
-
 extension AddressFamily {
     init?(kernel value: Int32) {
         switch value {
@@ -96,50 +86,6 @@ extension InterfaceAddress {
             validLifetime: Lifetime(kernelValue: rtnl_addr_get_valid_lifetime(addr)),
             preferredLifetime: Lifetime(kernelValue: rtnl_addr_get_preferred_lifetime(addr)),
             label: rtnl_addr_get_label(addr).map { String(cString: $0) })
-    }
-}
-
-extension Route {
-    /// A route from a libnl `rtnl_route`; nil for families other than IPv4 and IPv6.
-    init?(libnl route: OpaquePointer) {
-        guard let family = AddressFamily(kernel: Int32(rtnl_route_get_family(route))),
-              let destination = IPNetwork(libnl: rtnl_route_get_dst(route), family: family) else { return nil }
-        var nexthops: [Nexthop] = []
-        let count = rtnl_route_get_nnexthops(route)
-        nexthops.reserveCapacity(Int(count))
-        for i in 0..<count {
-            guard let hop = rtnl_route_nexthop_n(route, i) else { continue }
-            let index = rtnl_route_nh_get_ifindex(hop)
-            nexthops.append(Nexthop(
-                gateway: IPAddress(libnl: rtnl_route_nh_get_gateway(hop)),
-                linkIndex: index > 0 ? Int32(index) : nil,
-                weight: rtnl_route_nh_get_weight(hop),
-                flags: RouteFlags(rawValue: UInt32(rtnl_route_nh_get_flags(hop)))))
-        }
-        var flags = RouteFlags(rawValue: rtnl_route_get_flags(route))
-        if nexthops.count == 1 { flags.formUnion(nexthops[0].flags) }
-        let source = rtnl_route_get_src(route)
-        self.init(
-            family: family,
-            table: RouteTable(rawValue: rtnl_route_get_table(route)),
-            destination: destination,
-            sourcePrefix: source.flatMap { nl_addr_get_prefixlen($0) > 0 ? IPNetwork(libnl: $0, family: family) : nil },
-            type: RouteType(rawValue: rtnl_route_get_type(route)),
-            routeProtocol: RouteProtocol(rawValue: rtnl_route_get_protocol(route)),
-            scope: Scope(rawValue: rtnl_route_get_scope(route)),
-            metric: rtnl_route_get_priority(route),
-            tos: rtnl_route_get_tos(route),
-            preferredSource: IPAddress(libnl: rtnl_route_get_pref_src(route)),
-            flags: flags,
-            nexthops: nexthops)
-    }
-
-    /// Parses one `RTM_NEWROUTE` / `RTM_DELROUTE` message with libnl's route parser.
-    init?(message header: UnsafeMutablePointer<nlmsghdr>) {
-        var parsed: OpaquePointer?
-        guard rtnl_route_parse(header, &parsed) >= 0, let parsed else { return nil }
-        defer { rtnl_route_put(parsed) }
-        self.init(libnl: parsed)
     }
 }
 

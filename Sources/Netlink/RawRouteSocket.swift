@@ -14,6 +14,8 @@ final class RawRouteSocket {
     private var descriptor: Int32 = -1
     private var sequence: UInt32 = 0
     private var buffer: UnsafeMutableRawBufferPointer
+    /// The request being built; its storage is kept from one request to the next.
+    private var request = RequestBuilder()
 
     /// The size of the receive buffer: the kernel fills dump datagrams up to 32 KiB.
     private static let bufferSize = 64 * 1024
@@ -92,34 +94,38 @@ final class RawRouteSocket {
         let seq = sequence
         try sendDumpRequest(fd: fd, family: family, filter: filter, sequence: seq)
         var interrupted = false
-        while true {
-            for header in try receiveMessages(on: fd, context: "default route dump") {
-                guard header.pointee.nlmsg_seq == seq else { continue }
+        var finished = false
+        var stoppedEarly = false
+        while !finished {
+            let received = try receive(on: fd, context: "default route dump")
+            try forEachMessage(received) { (header) throws(NetlinkError) in
+                guard !finished, header.pointee.nlmsg_seq == seq else { return }
                 if Int32(header.pointee.nlmsg_flags) & NLM_F_DUMP_INTR != 0 { interrupted = true }
                 switch Int32(header.pointee.nlmsg_type) {
                 case NLMSG_DONE:
-                    if interrupted { throw .dumpInterrupted }
-                    return
+                    finished = true
                 case NLMSG_ERROR:
                     let code = errorCode(of: header)
-                    if code == 0 { continue }
+                    if code == 0 { return }
                     throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "default route dump")
                 case Int32(RTM_NEWROUTE):
                     switch classify(header, family: family) {
                     case .defaultRoute:
                         if let route = Route(message: header), filter.matches(route) { body(route) }
                     case .other:
-                        continue
-                    case .pastMainDefaults:
-                        abandon()
-                        if interrupted { throw .dumpInterrupted }
                         return
+                    case .pastMainDefaults:
+                        finished = true
+                        stoppedEarly = true
                     }
                 default:
-                    continue
+                    return
                 }
             }
         }
+        // A dump stopped before its NLMSG_DONE is still running in the kernel: drop the socket.
+        if stoppedEarly { abandon() }
+        if interrupted { throw .dumpInterrupted }
     }
 
     private enum RouteMessageKind { case defaultRoute, other, pastMainDefaults }
@@ -152,7 +158,7 @@ final class RawRouteSocket {
     }
 
     private func sendDumpRequest(fd: Int32, family: AddressFamily, filter: RouteFilter, sequence: UInt32) throws(NetlinkError) {
-        var request = RequestBuilder()
+        request.reset()
         request.begin(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: sequence)
         let (header, attributes) = filter.dumpRequest(family: family)
         request.append(header)
@@ -161,16 +167,38 @@ final class RawRouteSocket {
         try send(request.bytes, on: fd, context: "send default route dump")
     }
 
-    // MARK: Batched lookups
+    // MARK: Lookups
 
     /// How many lookups may be in flight at once. Each answer takes a few KiB of the receive
     /// buffer until it is read; if the buffer overflows anyway (`ENOBUFS`), the window halves
     /// and the unanswered lookups are sent again on a new socket.
     private var lookupWindow = 64
 
-    /// Asks the kernel how it would route a packet to each destination (RTM_GETROUTE, as
-    /// ``RequestSocket/lookupRoute(to:from:outputLinkIndex:mark:)`` without a source, link or
-    /// mark), many requests to a datagram, reading the answers as they come.
+    /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE, as
+    /// `ip route get`; policy rules apply): one request, one answer, no allocation but the
+    /// answer's own.
+    func lookupRoute(to destination: IPAddress, from source: IPAddress?, outputLinkIndex: Int32?,
+                     mark: UInt32?) throws(NetlinkError) -> RouteLookupResult {
+        let fd = try socketDescriptor()
+        sequence &+= 1
+        let seq = sequence
+        request.reset()
+        request.appendLookup(to: destination, from: source, outputLinkIndex: outputLinkIndex, mark: mark, sequence: seq)
+        try send(request.bytes, on: fd, context: "send route lookup")
+        while true {
+            let received = try receive(on: fd, context: "route lookup \(destination)")
+            var answer: RouteLookupResult?
+            try forEachMessage(received) { (header) throws(NetlinkError) in
+                guard header.pointee.nlmsg_seq == seq, answer == nil else { return }
+                answer = try lookupAnswer(header, context: "route lookup \(destination)")
+            }
+            if let answer { return answer }
+        }
+    }
+
+    /// Asks the kernel how it would route a packet to each destination, as
+    /// ``lookupRoute(to:from:outputLinkIndex:mark:)`` does without a source, link or mark, many
+    /// requests to a datagram, reading the answers as they come.
     func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
         var results = [RouteLookupResult?](repeating: nil, count: destinations.count)
         var cursor = 0
@@ -179,50 +207,26 @@ final class RawRouteSocket {
             let sent = Array((cursor..<destinations.count).lazy.filter { results[$0] == nil }.prefix(lookupWindow))
             guard !sent.isEmpty else { break }
             let first = sequence &+ 1
-            var request = RequestBuilder()
+            request.reset()
             for index in sent {
                 sequence &+= 1
-                request.begin(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST), sequence: sequence)
-                let destination = destinations[index]
-                var header = rtmsg()
-                header.rtm_family = destination.family.rawValue
-                header.rtm_dst_len = destination.family.bitWidth
-                // IPv4 names the table only when asked; IPv6 always does, and its strict request
-                // checking (on for this socket) rejects the flag with EINVAL.
-                if destination.family == .ipv4 { header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE) }
-                request.append(header)
-                request.appendAttribute(UInt16(RTA_DST.rawValue), destination.octets)
-                request.end()
+                request.appendLookup(to: destinations[index], from: nil, outputLinkIndex: nil, mark: nil, sequence: sequence)
             }
             try send(request.bytes, on: fd, context: "send route lookups")
             var pending = sent.count
             receiving: while pending > 0 {
-                let messages: [UnsafeMutablePointer<nlmsghdr>]
+                let received: Int
                 do {
-                    messages = try receiveMessages(on: fd, context: "route lookups")
+                    received = try receive(on: fd, context: "route lookups")
                 } catch where error.systemErrno == ENOBUFS && lookupWindow > 1 {
                     lookupWindow /= 2
                     break receiving
                 }
-                for header in messages {
+                try forEachMessage(received) { (header) throws(NetlinkError) in
                     let slot = Int(header.pointee.nlmsg_seq &- first)
-                    guard slot >= 0, slot < sent.count, results[sent[slot]] == nil else { continue }
-                    let result: RouteLookupResult
-                    switch Int32(header.pointee.nlmsg_type) {
-                    case Int32(RTM_NEWROUTE):
-                        guard let route = Route(message: header) else { continue }
-                        result = .route(route)
-                    case NLMSG_ERROR:
-                        let code = errorCode(of: header)
-                        guard let answer = RouteLookupResult(lookupErrno: code) else {
-                            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code,
-                                               context: "route lookup \(destinations[sent[slot]])")
-                        }
-                        result = answer
-                    default:
-                        continue
-                    }
-                    results[sent[slot]] = result
+                    guard slot >= 0, slot < sent.count, results[sent[slot]] == nil,
+                          let answer = try lookupAnswer(header, context: "route lookup \(destinations[sent[slot]])") else { return }
+                    results[sent[slot]] = answer
                     pending -= 1
                 }
             }
@@ -231,28 +235,48 @@ final class RawRouteSocket {
         return results.map { $0! }
     }
 
+    /// The answer a lookup reply stands for: a route, or the reason an error reply gives; nil
+    /// for a message that is not an answer.
+    private func lookupAnswer(_ header: UnsafeMutablePointer<nlmsghdr>, context: @autoclosure () -> String) throws(NetlinkError) -> RouteLookupResult? {
+        switch Int32(header.pointee.nlmsg_type) {
+        case Int32(RTM_NEWROUTE):
+            return Route(message: header).map { .route($0) }
+        case NLMSG_ERROR:
+            let code = errorCode(of: header)
+            guard let answer = RouteLookupResult(lookupErrno: code) else {
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context())
+            }
+            return answer
+        default:
+            return nil
+        }
+    }
+
     // MARK: Helpers
 
-    /// Reads one datagram into the buffer and returns its whole messages, which stay valid until
-    /// the next read. A failed read abandons the socket (an overflow leaves it unusable).
-    private func receiveMessages(on fd: Int32, context: String) throws(NetlinkError) -> [UnsafeMutablePointer<nlmsghdr>] {
+    /// Reads one datagram into the buffer and returns its length; the messages in it stay valid
+    /// until the next read. A failed read abandons the socket (an overflow leaves it unusable).
+    private func receive(on fd: Int32, context: @autoclosure () -> String) throws(NetlinkError) -> Int {
         var received: Int
         repeat { received = recv(fd, buffer.baseAddress, buffer.count, 0) } while received < 0 && errno == EINTR
         if received < 0 {
             let code = errno
             abandon()
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context)
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context())
         }
-        var messages: [UnsafeMutablePointer<nlmsghdr>] = []
+        return received
+    }
+
+    /// Calls `body` with each whole message of the datagram last read (`received` bytes).
+    private func forEachMessage(_ received: Int, _ body: (UnsafeMutablePointer<nlmsghdr>) throws(NetlinkError) -> Void) throws(NetlinkError) {
         var offset = 0
         while offset + MemoryLayout<nlmsghdr>.size <= received {
             let header = buffer.baseAddress!.advanced(by: offset).assumingMemoryBound(to: nlmsghdr.self)
             let length = Int(header.pointee.nlmsg_len)
             guard length >= MemoryLayout<nlmsghdr>.size, offset + length <= received else { break }
-            messages.append(header)
+            try body(header)
             offset += (length + 3) & ~3
         }
-        return messages
     }
 
     private func errorCode(of header: UnsafeMutablePointer<nlmsghdr>) -> Int32 {
@@ -283,6 +307,43 @@ private struct RequestBuilder {
     private(set) var bytes: [UInt8] = []
     private var messageStart = 0
 
+    /// Empties the builder, keeping its storage.
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        messageStart = 0
+    }
+
+    /// Appends one RTM_GETROUTE lookup request.
+    mutating func appendLookup(to destination: IPAddress, from source: IPAddress?, outputLinkIndex: Int32?,
+                               mark: UInt32?, sequence: UInt32) {
+        begin(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST), sequence: sequence)
+        var header = rtmsg()
+        header.rtm_family = destination.family.rawValue
+        header.rtm_dst_len = destination.family.bitWidth
+        header.rtm_src_len = source == nil ? 0 : destination.family.bitWidth
+        // IPv4 names the table only when asked; IPv6 always does, and its strict request
+        // checking (on for this socket) rejects the flag with EINVAL.
+        if destination.family == .ipv4 { header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE) }
+        append(header)
+        appendAddress(UInt16(RTA_DST.rawValue), destination)
+        if let source { appendAddress(UInt16(RTA_SRC.rawValue), source) }
+        if let outputLinkIndex { appendAttribute(UInt16(RTA_OIF.rawValue), UInt32(bitPattern: outputLinkIndex)) }
+        if let mark { appendAttribute(UInt16(RTA_MARK.rawValue), mark) }
+        end()
+    }
+
+    /// Appends an address attribute without building an array of its bytes.
+    private mutating func appendAddress(_ type: UInt16, _ address: IPAddress) {
+        switch address {
+        case .v4(let a): appendAttribute(type, a.rawValue.bigEndian)
+        case .v6(let a):
+            withUnsafeBytes(of: UInt16(4 + 16)) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: type) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: a.high.bigEndian) { bytes.append(contentsOf: $0) }
+            withUnsafeBytes(of: a.low.bigEndian) { bytes.append(contentsOf: $0) }
+        }
+    }
+
     mutating func begin(type: UInt16, flags: UInt16, sequence: UInt32) {
         messageStart = bytes.count
         var header = nlmsghdr()
@@ -298,14 +359,9 @@ private struct RequestBuilder {
     }
 
     mutating func appendAttribute(_ type: UInt16, _ value: UInt32) {
-        withUnsafeBytes(of: value) { appendAttribute(type, Array($0)) }
-    }
-
-    mutating func appendAttribute(_ type: UInt16, _ payload: [UInt8]) {
-        withUnsafeBytes(of: UInt16(4 + payload.count)) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt16(4 + 4)) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: type) { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: payload)
-        pad()
+        withUnsafeBytes(of: value) { bytes.append(contentsOf: $0) }
     }
 
     /// Writes the current message's length into its header.

@@ -10,7 +10,7 @@ final class RequestSocket {
     /// Whether the kernel knows strict dump checking (Linux 4.20+), which lets it filter dumps.
     let strictChecking: Bool
 
-    /// A bare socket for early-stopping default-route dumps and batched lookups.
+    /// A bare socket for route lookups and early-stopping default-route dumps.
     private let raw: RawRouteSocket
 
     /// Opens and connects a NETLINK_ROUTE socket in the calling thread's namespace, which must
@@ -116,46 +116,13 @@ final class RequestSocket {
     }
 
     /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE, as
-    /// `ip route get`; policy rules apply).
+    /// `ip route get`; policy rules apply), on the bare socket: one datagram each way.
     func lookupRoute(to destination: IPAddress, from source: IPAddress?, outputLinkIndex: Int32?,
                      mark: UInt32?) throws(NetlinkError) -> RouteLookupResult {
         if let source, source.family != destination.family {
             throw NetlinkError(code: NetlinkError.invalidAddress.code, context: "source \(source) and destination \(destination) differ in family")
         }
-        guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else { throw .noMemory }
-        defer { nlmsg_free(message) }
-        var header = rtmsg()
-        header.rtm_family = destination.family.rawValue
-        header.rtm_dst_len = destination.family.bitWidth
-        header.rtm_src_len = source == nil ? 0 : destination.family.bitWidth
-        header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)
-        try nlCheck(nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)), "build route lookup")
-        var destinationBytes = destination.octets
-        try nlCheck(nla_put(message, Int32(RTA_DST.rawValue), Int32(destinationBytes.count), &destinationBytes), "build route lookup")
-        if var sourceBytes = source?.octets {
-            try nlCheck(nla_put(message, Int32(RTA_SRC.rawValue), Int32(sourceBytes.count), &sourceBytes), "build route lookup")
-        }
-        if let outputLinkIndex {
-            try nlCheck(nla_put_u32(message, Int32(RTA_OIF.rawValue), UInt32(bitPattern: outputLinkIndex)), "build route lookup")
-        }
-        if let mark {
-            try nlCheck(nla_put_u32(message, Int32(RTA_MARK.rawValue), mark), "build route lookup")
-        }
-        try nlCheck(nl_send_auto(handle, message), "send route lookup")
-        // A lookup answer is one small datagram: read it with one recvmsg into a fixed buffer
-        // instead of libnl's default MSG_PEEK round trip (kept for dumps, whose datagrams vary).
-        nl_socket_set_msg_buf_size(handle, 16 * 1024)
-        defer { nl_socket_set_msg_buf_size(handle, 0) }
-        var found: Route?
-        let receiver = RouteReceiver(filter: nil) { found = $0 }
-        do {
-            try receiver.receive(on: handle, context: "route lookup \(destination)")
-        } catch {
-            guard let code = error.systemErrno, let answer = RouteLookupResult(lookupErrno: code) else { throw error }
-            return answer
-        }
-        guard let found else { throw NetlinkError(code: NetlinkError.failure.code, context: "route lookup \(destination): no answer") }
-        return .route(found)
+        return try raw.lookupRoute(to: destination, from: source, outputLinkIndex: outputLinkIndex, mark: mark)
     }
 }
 

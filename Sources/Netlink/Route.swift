@@ -108,13 +108,14 @@ public struct Nexthop: Sendable, Hashable {
     public var gateway: IPAddress?
     /// The output link.
     public var linkIndex: Int32?
-    /// The weight in a multipath route (1 for ordinary routes).
-    public var weight: UInt8
+    /// The weight in a multipath route, as configured and as `ip route` prints it (1 for
+    /// ordinary routes).
+    public var weight: UInt16
     /// The next hop's own flags (`RTNH_F_*`).
     public var flags: RouteFlags
 
     /// Creates a next hop.
-    public init(gateway: IPAddress? = nil, linkIndex: Int32?, weight: UInt8 = 1, flags: RouteFlags = []) {
+    public init(gateway: IPAddress? = nil, linkIndex: Int32?, weight: UInt16 = 1, flags: RouteFlags = []) {
         self.gateway = gateway
         self.linkIndex = linkIndex
         self.weight = weight
