@@ -4,38 +4,47 @@ import Synchronization
 /// Lets callbacks through while open; ``close()`` shuts it and waits for running callbacks,
 /// so that after `stopListening()` or `cancel()` returns no callback runs, except when it is
 /// called from inside a callback (which would otherwise wait for itself).
-final class CallbackGate: Sendable {
-    private struct State {
-        var generation = 0
-        var running = 0
-        var runningThread: pthread_t?
-    }
-    private let state = Mutex(State())
+final class CallbackGate: @unchecked Sendable {
+    // @unchecked Sendable: every stored variable is read and written only with `condition`
+    // locked.
     private let condition = NSCondition()
+    private var currentGeneration = 0
+    private var running = 0
+    private var runningThread: pthread_t?
+    /// Threads waiting in ``close()``: a callback that ends wakes them only when there are any.
+    private var closers = 0
 
     /// The generation to pass to ``run(generation:_:)``; a later ``close()`` invalidates it.
-    var generation: Int { state.withLock { $0.generation } }
+    var generation: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return currentGeneration
+    }
 
     /// Opens a new generation (on start) and returns it.
-    func open() -> Int { state.withLock { $0.generation += 1; return $0.generation } }
+    func open() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        currentGeneration += 1
+        return currentGeneration
+    }
 
     /// Runs `body` if `generation` is still current, and returns whether it ran.
     @discardableResult
     func run(generation: Int, _ body: () -> Void) -> Bool {
-        let admitted = state.withLock { state -> Bool in
-            guard state.generation == generation else { return false }
-            state.running += 1
-            state.runningThread = pthread_self()
-            return true
+        condition.lock()
+        guard currentGeneration == generation else {
+            condition.unlock()
+            return false
         }
-        guard admitted else { return false }
+        running += 1
+        runningThread = pthread_self()
+        condition.unlock()
         defer {
             condition.lock()
-            state.withLock { state in
-                state.running -= 1
-                if state.running == 0 { state.runningThread = nil }
-            }
-            condition.broadcast()
+            running -= 1
+            if running == 0 { runningThread = nil }
+            if closers > 0 { condition.broadcast() }
             condition.unlock()
         }
         body()
@@ -45,11 +54,13 @@ final class CallbackGate: Sendable {
     /// Invalidates the current generation and waits until no callback runs (unless called
     /// from the thread that runs one).
     func close() {
-        state.withLock { $0.generation += 1 }
         condition.lock()
-        while state.withLock({ $0.running > 0 && ($0.runningThread.map { pthread_equal($0, pthread_self()) == 0 } ?? false) }) {
+        defer { condition.unlock() }
+        currentGeneration += 1
+        while running > 0, let thread = runningThread, pthread_equal(thread, pthread_self()) == 0 {
+            closers += 1
             condition.wait()
+            closers -= 1
         }
-        condition.unlock()
     }
 }

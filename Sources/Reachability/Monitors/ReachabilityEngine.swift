@@ -22,7 +22,10 @@ final class ReachabilityEngine: Sendable {
         init(id: UInt64, target: ReachabilityTarget) { self.id = id; self.target = target }
     }
 
-    private struct Entry {
+    /// What the engine keeps for one target. A class, so that reading or updating one entry
+    /// of 10 000 in an evaluation round touches that entry only (a struct would be copied out
+    /// of the dictionary, its watchers with it). Only used with ``state`` locked.
+    private final class Entry {
         var answer: ReachabilityAnswer?
         var addresses: [IPAddress]?
         /// Resolutions started, and the newest one whose result was applied.
@@ -107,7 +110,9 @@ final class ReachabilityEngine: Sendable {
         let token = state.withLock { state -> Token in
             let token = Token(id: state.nextID, target: target)
             state.nextID += 1
-            state.entries[target, default: Entry()].watchers[token.id] = (watcher, false)
+            let entry = state.entries[target] ?? Entry()
+            entry.watchers[token.id] = (watcher, false)
+            state.entries[target] = entry
             return token
         }
         // On the serial queue nothing evaluates between reading the answer and marking the
@@ -238,7 +243,9 @@ final class ReachabilityEngine: Sendable {
             }
             let targets = Array(state.entries.keys)
             let affected = state.everythingChanged ? targets
-                : targets.filter { Self.canChange($0, addresses: state.entries[$0]?.addresses, after: state.changedNetworks) }
+                : state.entries.compactMap { target, entry in
+                    Self.canChange(target, addresses: entry.addresses, after: state.changedNetworks) ? target : nil
+                }
             return (targets, state.networkChangedForHosts, affected)
         }
         let snapshot = snapshot()
@@ -287,23 +294,24 @@ final class ReachabilityEngine: Sendable {
     @discardableResult
     private func evaluateAndStore(_ target: ReachabilityTarget, in snapshot: Snapshot,
                                   lookups: [IPAddress: RouteLookupResult]? = nil) -> ReachabilityAnswer {
-        let addresses = state.withLock { state -> [IPAddress]? in
-            if case .host(let name) = target { return state.entries[target]?.addresses ?? state.resolvedHosts[name]?.addresses }
-            return nil
-        }
-        if case .host = target, state.withLock({ $0.entries[target]?.addresses == nil }),
-           state.withLock({ ($0.entries[target]?.resolutionGeneration ?? 1) == 0 }) {
-            resolve(target)
+        var addresses: [IPAddress]?
+        if case .host(let name) = target {
+            let neverResolved: Bool
+            (addresses, neverResolved) = state.withLock { state in
+                let entry = state.entries[target]
+                return (entry?.addresses ?? state.resolvedHosts[name]?.addresses,
+                        entry?.addresses == nil && (entry?.resolutionGeneration ?? 1) == 0)
+            }
+            if neverResolved { resolve(target) }
         }
         let answer = evaluate(target, addresses: addresses, in: snapshot, lookups: lookups)
         let watchers = state.withLock { state -> [Watcher] in
             state.evaluations += 1
-            guard var entry = state.entries[target] else { return [] }
+            guard let entry = state.entries[target] else { return [] }
             let previous = entry.answer
             entry.answer = answer
-            state.entries[target] = entry
             guard let previous, !previous.isSameAnswer(as: answer) else { return [] }
-            return entry.watchers.values.filter(\.ready).map(\.watcher)
+            return entry.watchers.values.compactMap { $0.ready ? $0.watcher : nil }
         }
         for watcher in watchers { watcher(answer) }
         return answer
