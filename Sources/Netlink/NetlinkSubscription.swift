@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A live view of one network namespace: its links, addresses and default routes, kept current
 /// from kernel notifications, and every change as an event.
@@ -47,7 +46,7 @@ public final class NetlinkSubscription: Sendable {
         weak var value: NetlinkSubscription?
     }
 
-    private static let registry = Mutex<[NetworkNamespace.Identity: WeakSubscription]>([:])
+    private static let registry = Locked<[NetworkNamespace.Identity: WeakSubscription]>([:])
 
     /// The process-wide subscription for `namespace` (default options), opened on first use and
     /// kept while anyone holds it or observes it.
@@ -89,6 +88,26 @@ public final class NetlinkSubscription: Sendable {
                         _ handler: @escaping @Sendable (NetlinkEvent) -> Void) -> NetlinkObservation {
         let serial = DispatchQueue(label: "Netlink.observer", target: queue)
         let observer = CallbackObserver(queue: serial, handler: handler, onTermination: onTermination)
+        publisher.attach(observer)
+        return NetlinkObservation(subscription: self, observer: observer)
+    }
+
+    /// Calls `handler` with every event, in order, on the subscription's own thread, right after
+    /// the kernel's messages of one read are parsed: no queue hop, the lowest latency there is.
+    ///
+    /// The first call carries ``NetlinkEvent/snapshot(_:)``. `handler` must return quickly and
+    /// must not block: while it runs, the subscription reads nothing, and if the kernel's
+    /// buffer fills meanwhile, the subscription re-reads the state and reports
+    /// ``NetlinkEvent/resynchronized(_:)``. It may read ``state`` and cancel its own
+    /// observation; it must not wait for anything that needs this subscription's thread.
+    /// Cancellation works as with ``observe(on:onTermination:_:)``.
+    ///
+    /// - Parameters:
+    ///   - onTermination: Called once if the subscription ends (the namespace was deleted).
+    ///   - handler: Called with each event.
+    public func observeOnSubscriptionThread(onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
+                                            _ handler: @escaping @Sendable (NetlinkEvent) -> Void) -> NetlinkObservation {
+        let observer = CallbackObserver(queue: nil, handler: handler, onTermination: onTermination)
         publisher.attach(observer)
         return NetlinkObservation(subscription: self, observer: observer)
     }

@@ -3,16 +3,29 @@ import Glibc
 
 /// Something a ``NetlinkSubscription`` hands its events to.
 protocol EventSink: AnyObject, Sendable {
-    /// Takes a batch of events; called in order, under the subscription's lock, never blocking.
+    /// Takes a batch of events; called in order from the subscription's loop thread, never
+    /// blocking.
     func enqueue(_ events: [NetlinkEvent])
     /// Takes the error that ended the subscription; nothing is enqueued after it.
     func terminate(_ error: NetlinkError)
+    /// Whether the subscription's own thread delivers what the sink was given, by calling
+    /// ``deliverOnSubscriptionThread()`` (rather than a queue of the sink's).
+    var deliversOnSubscriptionThread: Bool { get }
+    /// Delivers what was enqueued; called on the subscription's thread (or, once the
+    /// subscription has ended, by whoever attaches).
+    func deliverOnSubscriptionThread()
 }
 
-/// An observer that calls a closure on a serial queue.
+extension EventSink {
+    var deliversOnSubscriptionThread: Bool { false }
+    func deliverOnSubscriptionThread() {}
+}
+
+/// An observer that calls a closure on a serial queue, or on the subscription's own thread.
 ///
 /// Events are batched: the subscription appends to `pending` and schedules one drain per batch,
-/// so a storm costs one dispatch per netlink read, not one per event. `cancel()` returns only when
+/// so a storm costs one dispatch per netlink read, not one per event. Without a queue, the
+/// subscription's thread drains right after it publishes: no dispatch at all. `cancel()` returns only when
 /// no callback is running (except when called from inside the callback itself), and no callback
 /// starts after it.
 final class CallbackObserver: EventSink, @unchecked Sendable {
@@ -23,7 +36,7 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
     private var scheduled = false
     private var cancelled = false
     private var runningThread: pthread_t?
-    private let queue: DispatchQueue
+    private let queue: DispatchQueue?
     private let handler: @Sendable (NetlinkEvent) -> Void
     private let onTermination: (@Sendable (NetlinkError) -> Void)?
 
@@ -32,7 +45,8 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
         case terminated(NetlinkError)
     }
 
-    init(queue: DispatchQueue, handler: @escaping @Sendable (NetlinkEvent) -> Void,
+    /// - Parameter queue: where the handler runs; nil for the subscription's own thread.
+    init(queue: DispatchQueue?, handler: @escaping @Sendable (NetlinkEvent) -> Void,
          onTermination: (@Sendable (NetlinkError) -> Void)?) {
         self.queue = queue
         self.handler = handler
@@ -43,6 +57,12 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
 
     func terminate(_ error: NetlinkError) { append([.terminated(error)]) }
 
+    var deliversOnSubscriptionThread: Bool { queue == nil }
+
+    func deliverOnSubscriptionThread() {
+        if queue == nil { drain() }
+    }
+
     private func append(_ items: [Item]) {
         let schedule: Bool = lock.withLock {
             guard !cancelled else { return false }
@@ -50,7 +70,7 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
             defer { scheduled = true }
             return !scheduled
         }
-        if schedule { queue.async { self.drain() } }
+        if schedule, let queue { queue.async { self.drain() } }
     }
 
     private func drain() {

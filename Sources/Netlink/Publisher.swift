@@ -1,44 +1,73 @@
-import Synchronization
 
 /// The state that a subscription shares with the rest of the process, and its observers.
 ///
 /// Publishing a batch and attaching an observer take the same lock, so every observer sees its
-/// snapshot and then exactly the events that came after it. No user code runs under the lock:
-/// observers only queue what they are given.
+/// snapshot and then exactly the events that came after it. No user code runs under the lock,
+/// and observers are handed their events outside it.
 final class Publisher: Sendable {
     private struct Shared {
         var state = NetworkState()
         var sinks: [ObjectIdentifier: any EventSink] = [:]
         var termination: NetlinkError?
         var resynchronizations = 0
+        /// Wakes the subscription's thread (so that it delivers to a new observer of its own).
+        var wake: (@Sendable () -> Void)?
     }
 
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
 
     var state: NetworkState { shared.withLock { $0.state } }
     var termination: NetlinkError? { shared.withLock { $0.termination } }
     var resynchronizationCount: Int { shared.withLock { $0.resynchronizations } }
 
-    func start(with state: NetworkState) { shared.withLock { $0.state = state } }
-
-    func publish(state: NetworkState, events: [NetlinkEvent]) {
+    /// Sets the initial state, and how to wake the subscription's thread.
+    func start(with state: NetworkState, wake: @escaping @Sendable () -> Void) {
         shared.withLock {
             $0.state = state
-            for sink in $0.sinks.values { sink.enqueue(events) }
+            $0.wake = wake
         }
+    }
+
+    /// Publishes the state after a batch and hands the batch to every observer. Only the
+    /// subscription's loop thread publishes, one batch after the other, so each observer gets
+    /// the batches in order; the observers are handed the batch outside the lock, so that a
+    /// reader of ``state`` never waits for them. An observer attached between the two steps got
+    /// the new state as its snapshot and does not get the batch, which that state already holds.
+    func publish(state: NetworkState, events: [NetlinkEvent]) {
+        let sinks = shared.withLock { shared -> [any EventSink] in
+            shared.state = state
+            return Array(shared.sinks.values)
+        }
+        for sink in sinks { sink.enqueue(events) }
+        for sink in sinks where sink.deliversOnSubscriptionThread { sink.deliverOnSubscriptionThread() }
+    }
+
+    /// Delivers what waits for the observers that run on the subscription's thread (a new
+    /// observer's snapshot); called on that thread when it is woken.
+    func deliverOnSubscriptionThread() {
+        let sinks = shared.withLock { Array($0.sinks.values) }
+        for sink in sinks where sink.deliversOnSubscriptionThread { sink.deliverOnSubscriptionThread() }
     }
 
     func countResynchronization() { shared.withLock { $0.resynchronizations += 1 } }
 
     /// Adds an observer and hands it the current state; an ended subscription hands it the error.
+    ///
+    /// An observer of the subscription's own thread gets its snapshot from that thread, which
+    /// is woken for it (under the lock: while the subscription has not ended, its thread and its
+    /// wake-up descriptor exist). Once the subscription has ended, the caller delivers instead.
     func attach(_ sink: any EventSink) {
         let ended: NetlinkError? = shared.withLock {
             if let termination = $0.termination { return termination }
             $0.sinks[ObjectIdentifier(sink)] = sink
             sink.enqueue([.snapshot($0.state)])
+            if sink.deliversOnSubscriptionThread { $0.wake?() }
             return nil
         }
-        if let ended { sink.terminate(ended) }
+        if let ended {
+            sink.terminate(ended)
+            sink.deliverOnSubscriptionThread()
+        }
     }
 
     func detach(_ sink: any EventSink) {
@@ -55,6 +84,9 @@ final class Publisher: Sendable {
             shared.sinks.removeAll()
             return sinks
         }
-        for sink in sinks { sink.terminate(error) }
+        for sink in sinks {
+            sink.terminate(error)
+            sink.deliverOnSubscriptionThread()
+        }
     }
 }

@@ -99,7 +99,11 @@ final class SubscriptionEngine: @unchecked Sendable {
             ready(.failure(error))
             return
         }
-        publisher.start(with: state)
+        let wake = wakeDescriptor
+        publisher.start(with: state) {
+            var one: UInt64 = 1
+            _ = write(wake, &one, 8)
+        }
         ready(.success(()))
         loop()
     }
@@ -218,6 +222,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 if fd == wakeDescriptor {
                     var value: UInt64 = 0
                     _ = read(wakeDescriptor, &value, 8)
+                    publisher.deliverOnSubscriptionThread()
                 } else if fd == netlinkDescriptor {
                     readNotifications()
                 } else if fd == inotifyDescriptor, namespaceWasDeleted() {

@@ -3,7 +3,6 @@ import Dispatch
 import Foundation
 import Netlink
 import Reachability
-import Synchronization
 
 /// `reach events`: every link, address and route change of a namespace, one line each.
 struct EventsCommand: ParsableCommand {
@@ -22,18 +21,19 @@ struct EventsCommand: ParsableCommand {
     @OptionGroup var namespaceOption: NamespaceOption
 
     /// The observation lives as long as the process prints.
-    private static let keepAlive = Mutex<NetlinkObservation?>(nil)
+    private static let keepAlive = Locked<NetlinkObservation?>(nil)
 
     func run() throws {
         let namespace = try namespaceOption.namespace()
         let subscription = try NetlinkSubscription.shared(namespace: namespace)
         let printer = EventPrinter(json: json, classifier: LinkClassificationCache(
             source: .live(namespace), policy: try ConstrainedLinkPolicy.system()))
-        // Lines are printed straight from the subscription's delivery queue: one hop from the
-        // netlink thread, no wait for a task to be scheduled.
-        let ended = Mutex<NetlinkError?>(nil)
+        // Lines are printed on the subscription's own thread as each read is parsed: no queue
+        // hop. A consumer that stops reading blocks that thread; the kernel then drops
+        // notifications and the stream goes on with `resynchronized`.
+        let ended = Locked<NetlinkError?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let observation = subscription.observe(onTermination: { error in
+        let observation = subscription.observeOnSubscriptionThread(onTermination: { error in
             ended.withLock { $0 = error }
             done.signal()
         }) { event in

@@ -2,7 +2,6 @@ import ArgumentParser
 import Dispatch
 import Glibc
 import Netlink
-import Synchronization
 
 /// `reach`: reachability and network state of a Linux network namespace, for people and scripts.
 @main
@@ -48,7 +47,7 @@ struct ReachCommand: ParsableCommand {
 
     /// Runs an asynchronous command to its end while the main thread waits.
     private static func runBlocking(_ command: AsyncParsableCommand) throws {
-        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let outcome = Locked<Result<Void, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let box = UncheckedCommand(command: command)
         Task {

@@ -2,7 +2,6 @@ import ArgumentParser
 import Dispatch
 import Netlink
 import Reachability
-import Synchronization
 
 /// `reach watch`: the answer for each target now, then one line per real change.
 struct WatchCommand: ParsableCommand {
@@ -24,7 +23,7 @@ struct WatchCommand: ParsableCommand {
     @OptionGroup var namespaceOption: NamespaceOption
 
     /// The monitors live as long as the process prints.
-    private static let keepAlive = Mutex<[Reachability]>([])
+    private static let keepAlive = Locked<[Reachability]>([])
 
     func run() throws {
         let parsed = try targets.map { text throws(ReachabilityError) in (text, try ReachabilityTarget(parsing: text)) }

@@ -1,5 +1,4 @@
 import Netlink
-import Synchronization
 
 /// Where a ``LinkClassificationCache`` reads sysfs facts.
 public enum SysfsSource: Sendable, Hashable {
@@ -37,7 +36,7 @@ public final class LinkClassificationCache: Sendable {
         var sysfsReads = 0
         var lastSysfsError: NetlinkError?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A cache reading sysfs from `source` and applying `policy`.
     public init(source: SysfsSource = .live(.current), policy: ConstrainedLinkPolicy = .none) {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Lets callbacks through while open; ``close()`` shuts it and waits for running callbacks,
 /// so that after `stopListening()` or `cancel()` returns no callback runs, except when it is

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Netlink
-import Synchronization
 
 /// Tells a delegate about reachability changes (Nexum's `NXNetworkDelegate`).
 public protocol ReachabilityDelegate: AnyObject, Sendable {
@@ -51,7 +50,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
         var pendingAnswer: ReachabilityAnswer?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let engineProvider: @Sendable () -> ReachabilityEngine?
     private let gate = CallbackGate()
     /// The queue callbacks, the delegate and notifications run on.
@@ -59,7 +58,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
 
     private init(target: ReachabilityTarget, queue: DispatchQueue? = nil,
                  engine: @escaping @Sendable () -> ReachabilityEngine?) {
-        state = Mutex(State(target: target))
+        state = Locked(State(target: target))
         engineProvider = engine
         callbackQueue = queue ?? DispatchQueue(label: "Reachability.callbacks")
     }

@@ -1,6 +1,5 @@
 import Dispatch
 import Netlink
-import Synchronization
 
 /// The evaluation loop of one namespace, shared by every monitor in the process that watches it.
 ///
@@ -53,6 +52,24 @@ final class ReachabilityEngine: Sendable {
         var queriedHosts: Set<String> = []
         /// Called after every evaluation round with its snapshot (path monitors).
         var roundObservers: [UInt64: RoundObserver] = [:]
+        /// The addresses the watched targets are judged by; nil when it must be built again
+        /// (a watch started or ended, a host name resolved).
+        var addressIndex: WatchedAddressIndex?
+
+        /// The index, built from the entries when it is out of date.
+        mutating func currentAddressIndex() -> WatchedAddressIndex {
+            if let addressIndex { return addressIndex }
+            let index = WatchedAddressIndex(entries.lazy.flatMap { target, entry -> [IPAddress] in
+                switch target {
+                case .internet: return []
+                case .address(let address): return [address]
+                case .addressPair(_, let remote): return [remote]
+                case .host: return entry.addresses ?? []
+                }
+            })
+            addressIndex = index
+            return index
+        }
     }
 
     let namespace: NetworkNamespace
@@ -61,9 +78,9 @@ final class ReachabilityEngine: Sendable {
     private let connection: NetlinkConnection
     let classifier: LinkClassificationCache
     private let resolver: any HostResolver
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
-    private static let registry = Mutex<[NetworkNamespace.Identity: ReachabilityEngine]>([:])
+    private static let registry = Locked<[NetworkNamespace.Identity: ReachabilityEngine]>([:])
 
     /// The engine of `namespace`, created on first use and kept while its subscription runs.
     ///
@@ -94,8 +111,11 @@ final class ReachabilityEngine: Sendable {
         self.resolver = resolver
     }
 
+    /// Starts following the subscription. Its events are sorted on the subscription's own
+    /// thread (a few comparisons each), so that a route change that cannot matter to any target
+    /// costs no wake-up of the evaluation queue.
     func start() {
-        let observation = subscription.observe(on: queue) { [weak self] event in
+        let observation = subscription.observeOnSubscriptionThread { [weak self] event in
             self?.received(event)
         }
         state.withLock { $0.observation = observation }
@@ -113,6 +133,7 @@ final class ReachabilityEngine: Sendable {
             let entry = state.entries[target] ?? Entry()
             entry.watchers[token.id] = (watcher, false)
             state.entries[target] = entry
+            state.addressIndex = nil
             return token
         }
         // On the serial queue nothing evaluates between reading the answer and marking the
@@ -154,7 +175,10 @@ final class ReachabilityEngine: Sendable {
     func unwatch(_ token: Token) {
         state.withLock { state in
             state.entries[token.target]?.watchers[token.id] = nil
-            if state.entries[token.target]?.watchers.isEmpty == true { state.entries[token.target] = nil }
+            if state.entries[token.target]?.watchers.isEmpty == true {
+                state.entries[token.target] = nil
+                state.addressIndex = nil
+            }
         }
     }
 
@@ -195,6 +219,8 @@ final class ReachabilityEngine: Sendable {
     /// Beyond this many changed routes in one round, every target is evaluated.
     private static let changedNetworkLimit = 64
 
+    /// Notes what an event changed and schedules one evaluation round on the queue. Runs on
+    /// the subscription's thread: it must stay short and never call out.
     private func received(_ event: NetlinkEvent) {
         let schedule = state.withLock { state -> Bool in
             var networkChanged = false
@@ -202,6 +228,14 @@ final class ReachabilityEngine: Sendable {
             case .route(let change):
                 // A route can change the kernel's answer only for destinations inside its prefix.
                 // (A changed route keeps its prefix: only default routes are reported as changed.)
+                // A default route is the internet's, and an unresolved host's, answer; any other
+                // route matters only when a watched address lies inside it (path monitors judge
+                // their name servers on every round, so they see every change).
+                let destination = change.route.destination
+                if !destination.isDefault, state.roundObservers.isEmpty,
+                   !state.currentAddressIndex().containsAddress(in: destination) {
+                    return false
+                }
                 if !state.everythingChanged {
                     state.changedNetworks.append(change.route.destination)
                     if state.changedNetworks.count > Self.changedNetworkLimit {
@@ -336,6 +370,7 @@ final class ReachabilityEngine: Sendable {
                     guard let applied = state.entries[target]?.appliedResolution, generation > applied else { return false }
                     state.entries[target]!.appliedResolution = generation
                     state.entries[target]!.addresses = addresses
+                    state.addressIndex = nil
                     state.resolvedHosts[name] = (addresses, false)
                     return true
                 }

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Netlink
-import Synchronization
 
 /// A monitor of the way out of this host, in NWPathMonitor's style.
 ///
@@ -31,7 +30,7 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         var streams: [UInt64: AsyncStream<NetworkPath>.Continuation] = [:]
         var nextStream: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let gate = CallbackGate()
     private let engine: ReachabilityEngine?
     /// Why the namespace cannot be watched, if it cannot (the path is then unsatisfied).
