@@ -79,8 +79,27 @@ public final class NetlinkConnection: @unchecked Sendable {
     /// - Returns: One result per destination, in the same order.
     public func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
         guard !destinations.isEmpty else { return [] }
-        return try lock.withLock { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations) }
+        return try lock.withLock { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations, fibMatch: false) }
     }
+
+    /// The FIB entry that matched each destination (`RTM_F_FIB_MATCH`, as
+    /// `ip route get fibmatch`), asked in batches like ``lookupRoutes(to:)``: each route carries
+    /// the entry's own prefix and table and every next hop of a multipath entry, where a plain
+    /// lookup answers with the route resolved for the destination alone.
+    ///
+    /// - Returns: One result per destination, in the same order; errors (unreachable,
+    ///   prohibited, blackhole, no route) as for a plain lookup.
+    public func lookupFIBEntries(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
+        guard !destinations.isEmpty else { return [] }
+        return try lock.withLock { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations, fibMatch: true) }
+    }
+
+    /// A summary of the policy rules of `family`: a fingerprint that changes with any rule,
+    /// and whether a rule has `suppress_ifgroup`.
+    package func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
+        try lock.withLock { () throws(NetlinkError) in try socket.policyRules(family: family) }
+    }
+
 
     /// Asks the kernel how it would route a packet to `destination`, the same question as
     /// `ip route get`: policy rules, marks and the source address all count.
@@ -97,4 +116,16 @@ public final class NetlinkConnection: @unchecked Sendable {
             try socket.lookupRoute(to: destination, from: source, outputLinkIndex: outputLinkIndex, mark: mark)
         }
     }
+}
+
+
+/// What the library needs to know of a family's policy rules (`ip rule`) to tell whether
+/// lookups that ended at the same table entry stay alike.
+package struct PolicyRuleSummary: Sendable, Hashable {
+    /// A hash of every rule's bytes: equal summaries mean, with overwhelming likelihood, an
+    /// unchanged rule set.
+    package var fingerprint: Int
+    /// Whether any rule has `suppress_ifgroup`, which accepts or rejects a table's answer by
+    /// the group of its output link.
+    package var suppressesByInterfaceGroup: Bool
 }

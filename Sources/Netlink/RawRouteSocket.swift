@@ -183,7 +183,8 @@ final class RawRouteSocket {
         sequence &+= 1
         let seq = sequence
         request.reset()
-        request.appendLookup(to: destination, from: source, outputLinkIndex: outputLinkIndex, mark: mark, sequence: seq)
+        request.appendLookup(to: destination, from: source, outputLinkIndex: outputLinkIndex, mark: mark,
+                             fibMatch: false, sequence: seq)
         try send(request.bytes, on: fd, context: "send route lookup")
         while true {
             let received = try receive(on: fd, context: "route lookup \(destination)")
@@ -199,7 +200,11 @@ final class RawRouteSocket {
     /// Asks the kernel how it would route a packet to each destination, as
     /// ``lookupRoute(to:from:outputLinkIndex:mark:)`` does without a source, link or mark, many
     /// requests to a datagram, reading the answers as they come.
-    func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
+    ///
+    /// With `fibMatch`, each answer is the FIB entry that matched (`RTM_F_FIB_MATCH`, as
+    /// `ip route get fibmatch`): its own prefix and table, and every next hop of a multipath
+    /// entry, rather than the route resolved for the one destination.
+    func lookupRoutes(to destinations: [IPAddress], fibMatch: Bool = false) throws(NetlinkError) -> [RouteLookupResult] {
         var results = [RouteLookupResult?](repeating: nil, count: destinations.count)
         var cursor = 0
         while cursor < destinations.count {
@@ -210,7 +215,8 @@ final class RawRouteSocket {
             request.reset()
             for index in sent {
                 sequence &+= 1
-                request.appendLookup(to: destinations[index], from: nil, outputLinkIndex: nil, mark: nil, sequence: sequence)
+                request.appendLookup(to: destinations[index], from: nil, outputLinkIndex: nil, mark: nil,
+                                     fibMatch: fibMatch, sequence: sequence)
             }
             try send(request.bytes, on: fd, context: "send route lookups")
             var pending = sent.count
@@ -251,6 +257,61 @@ final class RawRouteSocket {
             return nil
         }
     }
+
+    // MARK: Policy rules
+
+    /// A summary of the policy rules of `family`: a fingerprint of the whole rule set (it
+    /// changes when any rule is added, removed or changed), and whether any rule has
+    /// `suppress_ifgroup` (`FRA_SUPPRESS_IFGROUP`), which rejects a table's answer by the group
+    /// of its output link, so that two lookups that end at the same table entry can fare
+    /// differently.
+    func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
+        let fd = try socketDescriptor()
+        sequence &+= 1
+        let seq = sequence
+        request.reset()
+        request.begin(type: UInt16(RTM_GETRULE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
+        // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action, flags.
+        request.append((family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0)))
+        request.end()
+        try send(request.bytes, on: fd, context: "send rule dump")
+        var summary = PolicyRuleSummary(fingerprint: 0, suppressesByInterfaceGroup: false)
+        var hasher = Hasher()
+        var finished = false
+        while !finished {
+            let received = try receive(on: fd, context: "rule dump")
+            try forEachMessage(received) { (header) throws(NetlinkError) in
+                guard !finished, header.pointee.nlmsg_seq == seq else { return }
+                switch Int32(header.pointee.nlmsg_type) {
+                case NLMSG_DONE:
+                    finished = true
+                case NLMSG_ERROR:
+                    let code = errorCode(of: header)
+                    if code != 0 { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "rule dump") }
+                case Int32(RTM_NEWRULE):
+                    let length = Int(header.pointee.nlmsg_len) - MemoryLayout<nlmsghdr>.size
+                    let payload = UnsafeRawBufferPointer(start: UnsafeRawPointer(header) + MemoryLayout<nlmsghdr>.size, count: length)
+                    hasher.combine(bytes: payload)
+                    var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
+                    while let (type, value) = attributes.next() {
+                        // The kernel sends FRA_SUPPRESS_IFGROUP only for a rule that has one.
+                        if type == Self.suppressInterfaceGroupAttribute, let group = value.u32, group != UInt32.max {
+                            summary.suppressesByInterfaceGroup = true
+                        }
+                    }
+                default:
+                    return
+                }
+            }
+        }
+        summary.fingerprint = hasher.finalize()
+        return summary
+    }
+
+    /// `sizeof(struct fib_rule_hdr)`.
+    private static let ruleHeaderSize = 12
+    /// `FRA_SUPPRESS_IFGROUP` of `linux/fib_rules.h`.
+    private static let suppressInterfaceGroupAttribute: UInt16 = 13
 
     // MARK: Helpers
 
@@ -315,7 +376,7 @@ private struct RequestBuilder {
 
     /// Appends one RTM_GETROUTE lookup request.
     mutating func appendLookup(to destination: IPAddress, from source: IPAddress?, outputLinkIndex: Int32?,
-                               mark: UInt32?, sequence: UInt32) {
+                               mark: UInt32?, fibMatch: Bool, sequence: UInt32) {
         begin(type: UInt16(RTM_GETROUTE), flags: UInt16(NLM_F_REQUEST), sequence: sequence)
         var header = rtmsg()
         header.rtm_family = destination.family.rawValue
@@ -324,6 +385,7 @@ private struct RequestBuilder {
         // IPv4 names the table only when asked; IPv6 always does, and its strict request
         // checking (on for this socket) rejects the flag with EINVAL.
         if destination.family == .ipv4 { header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE) }
+        if fibMatch { header.rtm_flags |= UInt32(RTM_F_FIB_MATCH) }
         append(header)
         appendAddress(UInt16(RTA_DST.rawValue), destination)
         if let source { appendAddress(UInt16(RTA_SRC.rawValue), source) }

@@ -111,8 +111,13 @@ final class RequestSocket {
     }
 
     /// The kernel's route for each destination, asked in batches (see ``RawRouteSocket``).
-    func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
-        try raw.lookupRoutes(to: destinations)
+    func lookupRoutes(to destinations: [IPAddress], fibMatch: Bool) throws(NetlinkError) -> [RouteLookupResult] {
+        try raw.lookupRoutes(to: destinations, fibMatch: fibMatch)
+    }
+
+    /// A summary of the policy rules of `family`.
+    func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
+        try raw.policyRules(family: family)
     }
 
     /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE, as

@@ -1,4 +1,4 @@
-import Netlink
+@testable import Netlink
 import NetnsTestSupport
 import Testing
 
@@ -46,5 +46,38 @@ struct BatchAndEarlyStopTests {
         #expect(try connection.lookupRoute(to: IPAddress("11.0.0.1")!).route?.gateway == IPAddress("10.10.0.254"))
         let main = try connection.routes(RouteFilter(family: .ipv4, table: .main, defaultOnly: true))
         #expect(Set(main) == everything.filter { $0.family == .ipv4 && $0.table == .main })
+    }
+
+    @Test func fibEntriesEqualIPRouteGetFibmatch() throws {
+        let ns = try TestNamespace("fibmatch")
+        defer { ns.delete() }
+        try buildTopology(ns)
+        try ns.batch(["route add 10.77.0.0/16 nexthop via 10.10.0.250 dev veth0 nexthop via 10.40.0.250 dev dum0"])
+        let connection = try NetlinkConnection(namespace: .named(ns.name))
+        let destinations = ["10.10.0.7", "192.0.2.55", "198.51.100.1", "203.0.113.9", "10.77.1.1", "8.8.8.8",
+                            "2001:db8:10::7", "2001:db8:99::1", "2001:db8:bad::1", "10.10.0.1"].map { IPAddress($0)! }
+        let entries = try connection.lookupFIBEntries(to: destinations)
+        for (destination, result) in zip(destinations, entries) {
+            let flag = destination.family == .ipv4 ? "-4" : "-6"
+            let reply = try? ns.ipJSON(flag, "route", "get", "fibmatch", destination.description).first
+            guard let reply else {
+                #expect(result.route == nil, "\(destination): \(result)")
+                continue
+            }
+            let route = try #require(result.route, "\(destination)")
+            let prefix = route.destination.prefixLength == route.family.bitWidth ? route.destination.address.description
+                : route.isDefault ? "default" : route.destination.description
+            #expect(prefix == reply["dst"] as? String, "\(destination)")
+            #expect(route.table.description == (reply["table"] as? String ?? "main"), "\(destination)")
+            let hops = (reply["nexthops"] as? [[String: Any]])?.count ?? 1
+            #expect(route.nexthops.count == hops, "\(destination)")
+        }
+        let before = try connection.policyRules(family: .ipv4)
+        #expect(!before.suppressesByInterfaceGroup)
+        #expect(try connection.policyRules(family: .ipv4) == before)
+        try ns.batch(["rule add lookup main suppress_ifgroup 5 priority 500"])
+        let after = try connection.policyRules(family: .ipv4)
+        #expect(after.suppressesByInterfaceGroup && after.fingerprint != before.fingerprint)
+        #expect(try connection.policyRules(family: .ipv6).suppressesByInterfaceGroup == false)
     }
 }

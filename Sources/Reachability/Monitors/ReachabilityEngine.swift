@@ -32,6 +32,10 @@ final class ReachabilityEngine: Sendable {
         var appliedResolution = 0
         /// Watchers, and whether each has had its first answer (only those get changes).
         var watchers: [UInt64: (watcher: Watcher, ready: Bool)] = [:]
+        /// The FIB entry an address target matched, valid while `matchedGeneration` is the
+        /// engine's ``State/matchGeneration`` (see SharedLookups.swift).
+        var matched: MatchedEntry?
+        var matchedGeneration = -1
     }
 
     private struct State {
@@ -43,8 +47,19 @@ final class ReachabilityEngine: Sendable {
         /// everything (a link, an address, a resynchronization, or too many routes to list).
         var changedNetworks: [IPNetwork] = []
         var everythingChanged = true
+        /// The tables whose default routes changed since the last round, and whether any other
+        /// route did: a round whose changes are one table's default routes may share lookups.
+        var changedDefaultTables: Set<FamilyTable> = []
+        var otherRouteChanged = false
+        /// Matched entries of an older generation are not trusted; a round that may change them
+        /// without learning them again starts a new generation.
+        var matchGeneration = 0
+        /// The policy rules' fingerprint per family when the matched entries were learned.
+        var matchedRules: [AddressFamily: Int] = [:]
         var observation: NetlinkObservation?
         var evaluations = 0
+        /// Lookups saved by sharing one answer with a group (for tests).
+        var sharedLookups = 0
         /// The latest addresses of every host name resolved here, watched or only queried, and
         /// whether the network changed since (then the next query resolves again).
         var resolvedHosts: [String: (addresses: [IPAddress], stale: Bool)] = [:]
@@ -123,6 +138,9 @@ final class ReachabilityEngine: Sendable {
 
     /// How many target evaluations ran (for tests of "one evaluation per target").
     var evaluationCount: Int { state.withLock { $0.evaluations } }
+
+    /// How many kernel lookups were saved by sharing one answer with a group (for tests).
+    var sharedLookupCount: Int { state.withLock { $0.sharedLookups } }
 
     /// Starts watching `target`: `watcher` gets the current answer first (on the engine's
     /// queue), then every real change.
@@ -236,6 +254,11 @@ final class ReachabilityEngine: Sendable {
                    !state.currentAddressIndex().containsAddress(in: destination) {
                     return false
                 }
+                if destination.isDefault {
+                    state.changedDefaultTables.insert(FamilyTable(family: change.route.family, table: change.route.table))
+                } else {
+                    state.otherRouteChanged = true
+                }
                 if !state.everythingChanged {
                     state.changedNetworks.append(change.route.destination)
                     if state.changedNetworks.count > Self.changedNetworkLimit {
@@ -268,25 +291,31 @@ final class ReachabilityEngine: Sendable {
     /// snapshot, with every kernel lookup they need sent in batches (one datagram carries many
     /// requests), and the round observers see the same snapshot.
     private func evaluateAll() {
-        let (targets, reresolve, affected) = state.withLock { state -> ([ReachabilityTarget], Bool, [ReachabilityTarget]) in
+        let (targets, reresolve, affected, sharedTable) = state.withLock { state in
             state.evaluationScheduled = false
             defer {
                 state.networkChangedForHosts = false
                 state.everythingChanged = false
                 state.changedNetworks.removeAll(keepingCapacity: true)
+                state.changedDefaultTables.removeAll()
+                state.otherRouteChanged = false
             }
             let targets = Array(state.entries.keys)
             let affected = state.everythingChanged ? targets
                 : state.entries.compactMap { target, entry in
                     Self.canChange(target, addresses: entry.addresses, after: state.changedNetworks) ? target : nil
                 }
-            return (targets, state.networkChangedForHosts, affected)
+            let sharedTable = !state.everythingChanged && !state.otherRouteChanged && state.changedDefaultTables.count == 1
+                ? state.changedDefaultTables.first : nil
+            // Any other round may change what the addresses match without learning it again.
+            if sharedTable == nil { state.matchGeneration += 1 }
+            return (targets, state.networkChangedForHosts, affected, sharedTable)
         }
         let snapshot = snapshot()
         if reresolve {
             for target in targets { if case .host = target { resolve(target) } }
         }
-        let lookups = prefetchLookups(for: affected)
+        let lookups = prefetchLookups(for: affected, sharedTable: sharedTable)
         for target in affected { evaluateAndStore(target, in: snapshot, lookups: lookups) }
         for observer in state.withLock({ Array($0.roundObservers.values) }) { observer(snapshot) }
     }
@@ -307,21 +336,71 @@ final class ReachabilityEngine: Sendable {
 
     /// The kernel's route for every address that `targets` need, asked in batches; nil if the
     /// batch failed (each target then asks on its own and reports its own error).
-    private func prefetchLookups(for targets: [ReachabilityTarget]) -> [IPAddress: RouteLookupResult]? {
+    ///
+    /// In a round where only the default routes of `sharedTable` changed, the addresses that
+    /// matched that table's default route share one lookup (SharedLookups.swift), and the
+    /// others of that family are asked for their FIB entry too, so that the next such round
+    /// can share theirs.
+    private func prefetchLookups(for targets: [ReachabilityTarget], sharedTable: FamilyTable?) -> [IPAddress: RouteLookupResult]? {
         var destinations: Set<IPAddress> = []
-        state.withLock { state in
+        var sharable: [IPAddress] = []
+        let knownRules = state.withLock { state -> Int? in
             for target in targets {
                 switch target {
-                case .address(let address): destinations.insert(address)
+                case .address(let address):
+                    if let table = sharedTable, address.family == table.family, let entry = state.entries[target],
+                       entry.matchedGeneration == state.matchGeneration, let matched = entry.matched,
+                       matched.table == table.table, matched.prefix.isDefault {
+                        sharable.append(address)
+                    } else {
+                        destinations.insert(address)
+                    }
                 case .host: destinations.formUnion(state.entries[target]?.addresses ?? [])
                 case .internet, .addressPair: break
                 }
             }
+            return sharedTable.flatMap { state.matchedRules[$0.family] }
         }
-        guard destinations.count > 1 else { return nil }
-        let ordered = Array(destinations)
-        guard let results = try? connection.lookupRoutes(to: ordered) else { return nil }
-        return Dictionary(uniqueKeysWithValues: zip(ordered, results))
+        var results: [IPAddress: RouteLookupResult] = [:]
+        var learned: [IPAddress: MatchedEntry?] = [:]
+        var rules: PolicyRuleSummary?
+        if let table = sharedTable {
+            rules = try? connection.policyRules(family: table.family)
+            if sharable.count > 1, let rules, !rules.suppressesByInterfaceGroup, rules.fingerprint == knownRules,
+               let shared = SharedAnswer(representative: sharable[0], table: table, connection: connection) {
+                state.withLock { $0.sharedLookups += sharable.count - 1 }
+                for address in sharable {
+                    results[address] = shared.result(for: address)
+                    learned.updateValue(shared.entry, forKey: address)
+                }
+            } else {
+                destinations.formUnion(sharable)
+            }
+            let learning = destinations.filter { $0.family == table.family }.map { $0 }
+            if rules != nil, !learning.isEmpty, let entries = try? connection.lookupFIBEntries(to: learning) {
+                for (address, entry) in zip(learning, entries) { learned.updateValue(MatchedEntry(entry), forKey: address) }
+            }
+        }
+        if destinations.count > 1 || (!destinations.isEmpty && !results.isEmpty) {
+            let ordered = Array(destinations)
+            guard let answers = try? connection.lookupRoutes(to: ordered) else { return nil }
+            for (address, answer) in zip(ordered, answers) { results[address] = answer }
+        }
+        if let table = sharedTable, let rules, !learned.isEmpty {
+            state.withLock { state in
+                // Entries learned under other rules are not trusted any more.
+                if state.matchedRules[table.family] != rules.fingerprint {
+                    state.matchGeneration += 1
+                    state.matchedRules[table.family] = rules.fingerprint
+                }
+                for (address, entry) in learned {
+                    guard let target = state.entries[.address(address)] else { continue }
+                    target.matched = entry
+                    target.matchedGeneration = state.matchGeneration
+                }
+            }
+        }
+        return results.isEmpty ? nil : results
     }
 
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
