@@ -134,6 +134,26 @@ struct MonitorTests {
         monitor.stopListening()
     }
 
+    @Test func aMonitorThatPostsNoNotificationsStillCallsBack() throws {
+        let ns = try wiredNamespace("mon6")
+        defer { ns.delete() }
+        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        monitor.postsNotifications = false
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        let posted = Mutex(0)
+        let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
+                                                              object: monitor, queue: nil) { _ in posted.withLock { $0 += 1 } }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        monitor.startListening()
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { deliveries.count == 2 })
+        monitor.postsNotifications = true
+        try ns.ip("link", "set", "vb", "up")
+        #expect(eventually { deliveries.count == 3 && posted.withLock { $0 } == 1 })
+        monitor.stopListening()
+    }
+
     @Test func releasingTheObjectStopsIt() throws {
         let ns = try wiredNamespace("mon4")
         defer { ns.delete() }

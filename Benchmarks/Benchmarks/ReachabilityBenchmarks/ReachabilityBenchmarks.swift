@@ -69,38 +69,42 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // 3. 10 000 monitored addresses, one default-route change: every answer changes (its
-    //    gateway), all are re-evaluated and every monitor is notified.
-    nonisolated(unsafe) var tenThousand: (ns: BenchNamespace, ip: IPCoprocess, monitors: [Reachability])!
+    //    gateway), all are re-evaluated and every monitor is notified, through its closure
+    //    only, and through its closure and a posted notification (the default).
     let notified = Atomic<Int>(0)
     let allNotified = Signal()
     let monitorCount = 10_000
-    Benchmark("10000 monitors, one route change",
-              configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], warmupIterations: 1, maxIterations: 20)) { benchmark in
-        for _ in benchmark.scaledIterations {
-            notified.store(0, ordering: .relaxed)
-            let gateway = toggle.add(1, ordering: .relaxed).newValue % 2 == 0 ? 2 : 3
-            benchmark.startMeasurement()
-            tenThousand.ip.send("route replace default via 10.200.0.\(gateway) dev vb0")
-            allNotified.wait()
-            benchmark.stopMeasurement()
-        }
-    } setup: {
-        let ns = try BenchNamespace("tenk")
-        let queue = DispatchQueue(label: "bench.monitors")
-        let monitors = try benchmarkAddresses(monitorCount).map { address in
-            let monitor = try Reachability(address: address, namespace: ns.namespace, queue: queue)
-            monitor.onChange = { _, _ in
-                if notified.add(1, ordering: .relaxed).newValue == monitorCount { allNotified.fire() }
+    for postsNotifications in [false, true] {
+        nonisolated(unsafe) var tenThousand: (ns: BenchNamespace, ip: IPCoprocess, monitors: [Reachability])!
+        let name = postsNotifications ? "10000 monitors posting notifications, one route change" : "10000 monitors, one route change"
+        Benchmark(name, configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], warmupIterations: 1, maxIterations: 20)) { benchmark in
+            for _ in benchmark.scaledIterations {
+                notified.store(0, ordering: .relaxed)
+                let gateway = toggle.add(1, ordering: .relaxed).newValue % 2 == 0 ? 2 : 3
+                benchmark.startMeasurement()
+                tenThousand.ip.send("route replace default via 10.200.0.\(gateway) dev vb0")
+                allNotified.wait()
+                benchmark.stopMeasurement()
             }
-            return monitor
+        } setup: {
+            let ns = try BenchNamespace(postsNotifications ? "tenkn" : "tenk")
+            let queue = DispatchQueue(label: "bench.monitors")
+            let monitors = try benchmarkAddresses(monitorCount).map { address in
+                let monitor = try Reachability(address: address, namespace: ns.namespace, queue: queue)
+                monitor.postsNotifications = postsNotifications
+                monitor.onChange = { _, _ in
+                    if notified.add(1, ordering: .relaxed).newValue == monitorCount { allNotified.fire() }
+                }
+                return monitor
+            }
+            notified.store(0, ordering: .relaxed)
+            for monitor in monitors { monitor.startListening() }
+            allNotified.wait()  // every first answer
+            tenThousand = (ns, try IPCoprocess(namespace: ns.name), monitors)
+        } teardown: {
+            for monitor in tenThousand.monitors { monitor.stopListening() }
+            tenThousand = nil
         }
-        notified.store(0, ordering: .relaxed)
-        for monitor in monitors { monitor.startListening() }
-        allNotified.wait()  // every first answer
-        tenThousand = (ns, try IPCoprocess(namespace: ns.name), monitors)
-    } teardown: {
-        for monitor in tenThousand.monitors { monitor.stopListening() }
-        tenThousand = nil
     }
 
     // 4. Start-up with 1 000 000 IPv4 routes and 1 000 links: a subscription's initial state

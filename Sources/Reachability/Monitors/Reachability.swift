@@ -46,6 +46,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
         var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
         var allowsCellularConnection = true
         var coalescingInterval: DispatchTimeInterval?
+        var postsNotifications = true
         /// The newest answer waiting for the end of a coalescing window, if one is open.
         var pendingAnswer: ReachabilityAnswer?
     }
@@ -183,6 +184,18 @@ public final class Reachability: Sendable, CustomStringConvertible {
         startListening()
     }
 
+    /// Whether each change is also posted as ``statusDidChangeNotification`` (default `true`,
+    /// as Reachability.swift and FXReachability do).
+    ///
+    /// Set it to `false` for a monitor that is followed through its delegate, its `onChange`
+    /// closure or ``updates()`` only. A notification boxes the answer into a `userInfo`
+    /// dictionary and goes through `NotificationCenter`: for 10 000 monitors that change at
+    /// once, that is about half of the cost of telling them (BENCHMARKS.md).
+    public var postsNotifications: Bool {
+        get { state.withLock { $0.postsNotifications } }
+        set { state.withLock { $0.postsNotifications = newValue } }
+    }
+
     /// Waits this long after a change and delivers only the answer then, if it still differs
     /// from the last one delivered (default: `nil`, every change at once).
     public var coalescingInterval: DispatchTimeInterval? {
@@ -267,15 +280,16 @@ public final class Reachability: Sendable, CustomStringConvertible {
     private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
         gate.run(generation: generation) {
             let callbacks = state.withLock { state -> (previous: ReachabilityAnswer?, delegate: (any ReachabilityDelegate)?,
-                                                      onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?)? in
+                                                      onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?,
+                                                      notify: Bool)? in
                 if let previous = state.answer, previous.isSameAnswer(as: answer) { return nil }
                 defer { state.answer = answer }
-                return (state.answer, state.delegate, state.onChange)
+                return (state.answer, state.delegate, state.onChange, state.postsNotifications)
             }
             guard let callbacks else { return }
             callbacks.delegate?.reachability(self, didChange: answer)
             callbacks.onChange?(self, answer)
-            postNotification(answer, previous: callbacks.previous)
+            if callbacks.notify { postNotification(answer, previous: callbacks.previous) }
         }
     }
 
