@@ -1,5 +1,7 @@
+import Glibc
 import Netlink
 import NetnsTestSupport
+import Synchronization
 import Testing
 
 @Suite("Overflow is detected and repaired", .enabled(if: namespacesAvailable, "needs root and iproute2"))
@@ -12,6 +14,19 @@ struct OverflowTests {
             // The kernel rounds a tiny buffer up to its minimum (a few notifications).
             let subscription = try NetlinkSubscription(namespace: .named(ns.name), options: SubscriptionOptions(receiveBufferSize: 1))
             let recorder = EventRecorder(subscription)
+            // Hold the subscription's thread at the burst's first change, so that the kernel's
+            // notifications pile up in the buffer whatever the speed of this machine.
+            let stalled = Mutex(false)
+            let staller = subscription.observeOnSubscriptionThread { event in
+                guard case .address = event else { return }
+                let first = stalled.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                guard first else { return }
+                usleep(500_000)
+            }
+            defer { staller.cancel() }
             var burst: [String] = []
             for i in 0..<3000 { burst.append("address add 10.\(100 + i / 250).\(i % 250).1/32 dev dum0") }
             for i in 0..<200 { burst.append("link set dum1 \(i % 2 == 0 ? "up" : "down")") }

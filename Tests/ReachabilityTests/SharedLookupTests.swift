@@ -44,7 +44,7 @@ struct SharedLookupTests {
         engine.start()
         let gateways = Locked<[IPAddress: String]>([:])
         let tokens = addresses.map { address in
-            engine.watch(.address(address)) { answer in
+            engine.watch(.address(address)) { answer, _ in
                 gateways.withLock { $0[address] = answer.gateway?.description ?? "-" }
             }
         }

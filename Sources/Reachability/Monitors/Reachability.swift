@@ -218,8 +218,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
         }
         guard let target else { return }
         let generation = gate.open()
-        let token = engine.watch(target) { [weak self] answer in
-            self?.received(answer, generation: generation)
+        let token = engine.watch(target) { [weak self] answer, batch in
+            self?.received(answer, generation: generation, batch: batch)
         }
         let superseded = state.withLock { state -> Bool in
             guard state.token === placeholder, gate.generation == generation else { return true }
@@ -244,7 +244,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
     public func updates() -> AsyncStream<ReachabilityAnswer> {
         let (stream, continuation) = AsyncStream<ReachabilityAnswer>.makeStream()
         guard let engine = engineProvider() else { continuation.finish(); return stream }
-        let token = engine.watch(target) { answer in continuation.yield(answer) }
+        let token = engine.watch(target) { answer, _ in continuation.yield(answer) }
         continuation.onTermination = { _ in engine.unwatch(token) }
         return stream
     }
@@ -253,7 +253,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
 
     // MARK: - Delivery
 
-    private func received(_ answer: ReachabilityAnswer, generation: Int) {
+    /// Takes an answer on the engine's queue; its delivery joins the round's `batch`.
+    private func received(_ answer: ReachabilityAnswer, generation: Int, batch: DeliveryBatch) {
         guard gate.generation == generation else { return }
         // The first answer is never held back; only changes are coalesced.
         let (interval, first) = state.withLock { ($0.coalescingInterval, $0.answer == nil) }
@@ -273,7 +274,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
                 }
             }
         } else {
-            callbackQueue.async { [weak self] in self?.deliver(answer, generation: generation) }
+            batch.add(on: callbackQueue) { [weak self] in self?.deliver(answer, generation: generation) }
         }
     }
 

@@ -10,8 +10,9 @@ import Netlink
 /// re-resolved when addresses or default routes change; until the first resolution finishes
 /// a host is answered optimistically from the default routes, as Apple does.
 final class ReachabilityEngine: Sendable {
-    /// Receives answers on the engine's queue.
-    typealias Watcher = @Sendable (ReachabilityAnswer) -> Void
+    /// Receives answers on the engine's queue, with the round's batch of deliveries to add its
+    /// callbacks to.
+    typealias Watcher = @Sendable (ReachabilityAnswer, DeliveryBatch) -> Void
     /// Receives each evaluation round's snapshot on the engine's queue.
     typealias RoundObserver = @Sendable (Snapshot) -> Void
 
@@ -163,7 +164,11 @@ final class ReachabilityEngine: Sendable {
                 state.entries[target]!.watchers[token.id]!.ready = true
                 return true
             }
-            if stillWatching { watcher(answer) }
+            if stillWatching {
+                let batch = DeliveryBatch()
+                watcher(answer, batch)
+                batch.send()
+            }
         }
         return token
     }
@@ -315,8 +320,11 @@ final class ReachabilityEngine: Sendable {
         if reresolve {
             for target in targets { if case .host = target { resolve(target) } }
         }
-        let lookups = prefetchLookups(for: affected, sharedTable: sharedTable)
-        for target in affected { evaluateAndStore(target, in: snapshot, lookups: lookups) }
+        let plan = prefetchLookups(for: affected, sharedTable: sharedTable)
+        let batch = DeliveryBatch()
+        if let shared = plan.shared { evaluateAndStoreShared(shared.answer, for: shared.members, in: snapshot, batch: batch) }
+        for target in plan.individual { evaluateAndStore(target, in: snapshot, lookups: plan.results, batch: batch) }
+        batch.send()
         for observer in state.withLock({ Array($0.roundObservers.values) }) { observer(snapshot) }
     }
 
@@ -341,9 +349,11 @@ final class ReachabilityEngine: Sendable {
     /// matched that table's default route share one lookup (SharedLookups.swift), and the
     /// others of that family are asked for their FIB entry too, so that the next such round
     /// can share theirs.
-    private func prefetchLookups(for targets: [ReachabilityTarget], sharedTable: FamilyTable?) -> [IPAddress: RouteLookupResult]? {
+    private func prefetchLookups(for targets: [ReachabilityTarget], sharedTable: FamilyTable?) -> LookupPlan {
         var destinations: Set<IPAddress> = []
         var sharable: [IPAddress] = []
+        var individual: [ReachabilityTarget] = []
+        individual.reserveCapacity(targets.count)
         let knownRules = state.withLock { state -> Int? in
             for target in targets {
                 switch target {
@@ -352,41 +362,40 @@ final class ReachabilityEngine: Sendable {
                        entry.matchedGeneration == state.matchGeneration, let matched = entry.matched,
                        matched.table == table.table, matched.prefix.isDefault {
                         sharable.append(address)
-                    } else {
-                        destinations.insert(address)
+                        continue
                     }
+                    destinations.insert(address)
                 case .host: destinations.formUnion(state.entries[target]?.addresses ?? [])
                 case .internet, .addressPair: break
                 }
+                individual.append(target)
             }
             return sharedTable.flatMap { state.matchedRules[$0.family] }
         }
-        var results: [IPAddress: RouteLookupResult] = [:]
+        var plan = LookupPlan(individual: individual)
         var learned: [IPAddress: MatchedEntry?] = [:]
         var rules: PolicyRuleSummary?
         if let table = sharedTable {
             rules = try? connection.policyRules(family: table.family)
             if sharable.count > 1, let rules, !rules.suppressesByInterfaceGroup, rules.fingerprint == knownRules,
                let shared = SharedAnswer(representative: sharable[0], table: table, connection: connection) {
-                state.withLock { $0.sharedLookups += sharable.count - 1 }
-                for address in sharable {
-                    results[address] = shared.result(for: address)
-                    learned.updateValue(shared.entry, forKey: address)
-                }
+                plan.shared = (shared, sharable)
             } else {
                 destinations.formUnion(sharable)
+                plan.individual += sharable.map { .address($0) }
             }
             let learning = destinations.filter { $0.family == table.family }.map { $0 }
             if rules != nil, !learning.isEmpty, let entries = try? connection.lookupFIBEntries(to: learning) {
                 for (address, entry) in zip(learning, entries) { learned.updateValue(MatchedEntry(entry), forKey: address) }
             }
         }
-        if destinations.count > 1 || (!destinations.isEmpty && !results.isEmpty) {
+        if destinations.count > 1 {
             let ordered = Array(destinations)
-            guard let answers = try? connection.lookupRoutes(to: ordered) else { return nil }
-            for (address, answer) in zip(ordered, answers) { results[address] = answer }
+            if let answers = try? connection.lookupRoutes(to: ordered) {
+                plan.results = Dictionary(uniqueKeysWithValues: zip(ordered, answers))
+            }
         }
-        if let table = sharedTable, let rules, !learned.isEmpty {
+        if let table = sharedTable, let rules, !learned.isEmpty || plan.shared != nil {
             state.withLock { state in
                 // Entries learned under other rules are not trusted any more.
                 if state.matchedRules[table.family] != rules.fingerprint {
@@ -400,13 +409,60 @@ final class ReachabilityEngine: Sendable {
                 }
             }
         }
-        return results.isEmpty ? nil : results
+        return plan
+    }
+
+    /// What a round asks the kernel: the lookups of the targets evaluated one by one, and the
+    /// group that shares one answer.
+    private struct LookupPlan {
+        /// Targets evaluated one by one, with the answers of `results` when there are some.
+        var individual: [ReachabilityTarget]
+        var results: [IPAddress: RouteLookupResult]?
+        /// Address targets that share one answer (SharedLookups.swift).
+        var shared: (answer: SharedAnswer, members: [IPAddress])?
+    }
+
+    /// Evaluates the shared answer once, gives each member its own copy (its address as
+    /// destination), stores them and their FIB entry under one lock, and tells the watchers
+    /// whose answer changed.
+    private func evaluateAndStoreShared(_ shared: SharedAnswer, for members: [IPAddress], in snapshot: Snapshot,
+                                        batch: DeliveryBatch) {
+        guard let representative = members.first else { return }
+        let base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
+                                                  classifications: snapshot.classifications)
+        var notifications: [(watchers: [Watcher], answer: ReachabilityAnswer)] = []
+        state.withLock { state in
+            state.sharedLookups += members.count - 1
+            for address in members {
+                var answer = base
+                answer.address = address
+                answer.addresses = [address]
+                if let destination = IPNetwork(address: address, prefixLength: address.family.bitWidth) {
+                    answer.route?.destination = destination
+                }
+                state.evaluations += 1
+                guard let entry = state.entries[.address(address)] else { continue }
+                entry.matched = shared.entry
+                entry.matchedGeneration = state.matchGeneration
+                let previous = entry.answer
+                entry.answer = answer
+                guard let previous, !previous.isSameAnswer(as: answer) else { continue }
+                let watchers = entry.watchers.values.compactMap { $0.ready ? $0.watcher : nil }
+                if !watchers.isEmpty { notifications.append((watchers, answer)) }
+            }
+        }
+        for (watchers, answer) in notifications {
+            for watcher in watchers { watcher(answer, batch) }
+        }
     }
 
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
     @discardableResult
+    ///
+    /// The watchers' callbacks go into `batch`; without one, they are sent at once.
     private func evaluateAndStore(_ target: ReachabilityTarget, in snapshot: Snapshot,
-                                  lookups: [IPAddress: RouteLookupResult]? = nil) -> ReachabilityAnswer {
+                                  lookups: [IPAddress: RouteLookupResult]? = nil,
+                                  batch: DeliveryBatch? = nil) -> ReachabilityAnswer {
         var addresses: [IPAddress]?
         if case .host(let name) = target {
             let neverResolved: Bool
@@ -426,7 +482,11 @@ final class ReachabilityEngine: Sendable {
             guard let previous, !previous.isSameAnswer(as: answer) else { return [] }
             return entry.watchers.values.compactMap { $0.ready ? $0.watcher : nil }
         }
-        for watcher in watchers { watcher(answer) }
+        if !watchers.isEmpty {
+            let deliveries = batch ?? DeliveryBatch()
+            for watcher in watchers { watcher(answer, deliveries) }
+            if batch == nil { deliveries.send() }
+        }
         return answer
     }
 

@@ -60,12 +60,4 @@ struct SharedAnswer {
         result = .route(route)
         self.entry = matched
     }
-
-    /// The answer for `address`: the representative's route with `address` as destination.
-    func result(for address: IPAddress) -> RouteLookupResult {
-        guard case .route(var route) = result,
-              let destination = IPNetwork(address: address, prefixLength: address.family.bitWidth) else { return result }
-        route.destination = destination
-        return .route(route)
-    }
 }

@@ -1,0 +1,28 @@
+import Dispatch
+
+/// The deliveries of one evaluation round, gathered per callback queue and sent to each queue
+/// in one block.
+///
+/// When a default route changes under 10 000 monitors, each monitor's callback must run on
+/// its own queue; one `DispatchQueue.async` per monitor cost a block, a queue push and often a
+/// thread wake-up each. Gathered here, a round costs one `async` per queue, and the callbacks of
+/// one queue still run in the order the engine produced them.
+final class DeliveryBatch: @unchecked Sendable {
+    // @unchecked Sendable: a batch is created, filled and sent by one evaluation round on the
+    // engine's serial queue; the blocks it sends only read what they were given.
+    private var pending: [ObjectIdentifier: (queue: DispatchQueue, work: [@Sendable () -> Void])] = [:]
+
+    /// Adds `work`, to run on `queue` when the batch is sent.
+    func add(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
+        pending[ObjectIdentifier(queue), default: (queue, [])].work.append(work)
+    }
+
+    /// Sends each queue its work in one block, and empties the batch.
+    func send() {
+        for (_, entry) in pending {
+            let work = entry.work
+            entry.queue.async { for item in work { item() } }
+        }
+        pending.removeAll()
+    }
+}
