@@ -257,7 +257,11 @@ public final class Reachability: Sendable, CustomStringConvertible {
     private func received(_ answer: ReachabilityAnswer, generation: Int, batch: DeliveryBatch) {
         guard gate.generation == generation else { return }
         // The first answer is never held back; only changes are coalesced.
-        let (interval, first) = state.withLock { ($0.coalescingInterval, $0.answer == nil) }
+        let (interval, first) = state.withLock { state in
+            // Only whether there is an answer: `state.answer == nil` would copy the answer out.
+            if case .none = state.answer { return (state.coalescingInterval, true) }
+            return (state.coalescingInterval, false)
+        }
         if let coalescing = interval, !first {
             let windowOpen = state.withLock { state -> Bool in
                 defer { state.pendingAnswer = answer }
@@ -280,21 +284,27 @@ public final class Reachability: Sendable, CustomStringConvertible {
 
     private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
         gate.run(generation: generation) {
-            let callbacks = state.withLock { state -> (previous: ReachabilityAnswer?, delegate: (any ReachabilityDelegate)?,
+            // Only the previous status leaves the lock: copying the previous answer out would cost
+            // more than the rest of a delivery.
+            let callbacks = state.withLock { state -> (previousStatus: ReachabilityStatus?, delegate: (any ReachabilityDelegate)?,
                                                       onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?,
                                                       notify: Bool)? in
-                if let previous = state.answer, previous.isSameAnswer(as: answer) { return nil }
-                defer { state.answer = answer }
-                return (state.answer, state.delegate, state.onChange, state.postsNotifications)
+                var previousStatus: ReachabilityStatus?
+                if let previous = state.answer {
+                    if previous.isSameAnswer(as: answer) { return nil }
+                    previousStatus = previous.status
+                }
+                state.answer = answer
+                return (previousStatus, state.delegate, state.onChange, state.postsNotifications)
             }
             guard let callbacks else { return }
             callbacks.delegate?.reachability(self, didChange: answer)
             callbacks.onChange?(self, answer)
-            if callbacks.notify { postNotification(answer, previous: callbacks.previous) }
+            if callbacks.notify { postNotification(answer, previousStatus: callbacks.previousStatus) }
         }
     }
 
-    private func postNotification(_ answer: ReachabilityAnswer, previous: ReachabilityAnswer?) {
+    private func postNotification(_ answer: ReachabilityAnswer, previousStatus: ReachabilityStatus?) {
         // Four keys in a table with room for many more: each insertion then almost always
         // finds an empty bucket without comparing two `AnyHashable` keys, a comparison that
         // costs a dynamic cast and a metadata lookup and made up most of a delivery's cost.
@@ -302,7 +312,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
         userInfo[Self.statusUserInfoKey] = answer.status
         userInfo[Self.answerUserInfoKey] = answer
         userInfo[Self.targetUserInfoKey] = target
-        if let previous { userInfo[Self.previousStatusUserInfoKey] = previous.status }
+        if let previousStatus { userInfo[Self.previousStatusUserInfoKey] = previousStatus }
         NotificationCenter.default.post(name: Self.statusDidChangeNotification, object: self, userInfo: userInfo)
     }
 }

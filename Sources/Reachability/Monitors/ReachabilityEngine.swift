@@ -431,6 +431,7 @@ final class ReachabilityEngine: Sendable {
         let base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
                                                   classifications: snapshot.classifications)
         var notifications: [(watchers: [Watcher], answer: ReachabilityAnswer)] = []
+        notifications.reserveCapacity(members.count)
         state.withLock { state in
             state.sharedLookups += members.count - 1
             for address in members {
