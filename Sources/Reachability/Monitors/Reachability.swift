@@ -255,7 +255,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
 
     /// Takes an answer on the engine's queue; its delivery joins the round's `batch`.
     private func received(_ answer: ReachabilityAnswer, generation: Int, batch: DeliveryBatch) {
-        guard gate.generation == generation else { return }
+        // A stopped monitor's answers are dropped in `deliver`, by the gate: checking here too
+        // would cost one more lock per answer.
         // The first answer is never held back; only changes are coalesced.
         let (interval, first) = state.withLock { state in
             // Only whether there is an answer: `state.answer == nil` would copy the answer out.
