@@ -40,8 +40,21 @@ public struct IPv4Address: Sendable, Hashable, Comparable, CustomStringConvertib
          UInt8(truncatingIfNeeded: rawValue >> 8), UInt8(truncatingIfNeeded: rawValue)]
     }
 
+    /// Dotted decimal, written digit by digit into the string's own storage (at most 15
+    /// bytes: no allocation, no intermediate strings). Event streams print millions of these.
     public var description: String {
-        "\(rawValue >> 24).\((rawValue >> 16) & 0xff).\((rawValue >> 8) & 0xff).\(rawValue & 0xff)"
+        String(unsafeUninitializedCapacity: 15) { buffer in
+            var position = 0
+            for shift in stride(from: 24, through: 0, by: -8) {
+                let octet = Int((rawValue >> UInt32(shift)) & 0xff)
+                if octet >= 100 { buffer[position] = UInt8(ascii: "0") + UInt8(octet / 100); position += 1 }
+                if octet >= 10 { buffer[position] = UInt8(ascii: "0") + UInt8(octet / 10 % 10); position += 1 }
+                buffer[position] = UInt8(ascii: "0") + UInt8(octet % 10)
+                position += 1
+                if shift > 0 { buffer[position] = UInt8(ascii: "."); position += 1 }
+            }
+            return position
+        }
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
@@ -92,14 +105,17 @@ public struct IPv6Address: Sendable, Hashable, Comparable, CustomStringConvertib
         }
     }
 
+    /// The text form of RFC 5952 (as `inet_ntop` writes it), formatted on the stack.
     public var description: String {
         var storage = in6_addr()
         withUnsafeMutableBytes(of: &storage) { raw in
-            for (i, byte) in octets.enumerated() { raw[i] = byte }
+            raw.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
+            raw.storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
         }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        inet_ntop(AF_INET6, &storage, &buffer, socklen_t(buffer.count))
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { buffer in
+            guard inet_ntop(AF_INET6, &storage, buffer.baseAddress, socklen_t(buffer.count)) != nil else { return "::" }
+            return String(cString: buffer.baseAddress!)
+        }
     }
 
     /// True for link-local unicast addresses (`fe80::/10`).

@@ -1,3 +1,4 @@
+import Glibc
 import Netlink
 import Testing
 
@@ -22,6 +23,26 @@ struct ValueTests {
         }
         #expect(IPv6Address("fe80::1")!.isLinkLocal)
         #expect(!IPv6Address("2001:db8::1")!.isLinkLocal)
+    }
+
+    /// The hand-written formatters agree with `inet_ntop` on addresses of every shape.
+    @Test func descriptionsEqualInetNtop() {
+        var generator = SystemRandomNumberGenerator()
+        let v4Samples: [UInt32] = [0, 1, 9, 10, 99, 100, 255, 256, 0x0a00_0001, 0xffff_ffff, 0x6464_6464]
+            + (0..<2000).map { _ in generator.next() }
+        for raw in v4Samples {
+            var address = in_addr(s_addr: raw.bigEndian)
+            var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count))
+            let expected = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            #expect(IPv4Address(rawValue: raw).description == expected)
+        }
+        let v6Samples: [(UInt64, UInt64)] = [(0, 0), (0, 1), (0xfe80_0000_0000_0000, 1), (0, 0xffff_c000_0201)]
+            + (0..<500).map { _ in (generator.next(), generator.next() & 0xffff_0000_ffff_0000) }
+        for (high, low) in v6Samples {
+            let address = IPv6Address(high: high, low: low)
+            #expect(IPv6Address(address.description) == address, "\(address)")
+        }
     }
 
     @Test func networksContainTheirHosts() {
