@@ -3,32 +3,84 @@ import Netlink
 /// The full answer for one target at one moment: the flags, the link and gateway the kernel
 /// would use, the boiled-down status, and why the target is not reachable when it is not.
 public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
+    /// The parts of an answer, kept in one shared box: an answer travels from the engine to
+    /// every monitor's lock, queue and callbacks, and copying it is then one reference count
+    /// instead of some 300 bytes and a count for each of its strings and arrays. A change to a
+    /// copy copies the box first (copy on write).
+    private struct Parts: Sendable, Hashable {
+        var flags: ReachabilityFlags
+        var interface: ReachabilityInterface?
+        var gateway: IPAddress?
+        var address: IPAddress?
+        var addresses: [IPAddress] = []
+        var route: Route?
+        var reason: UnreachableReason?
+    }
+
+    private final class Box: @unchecked Sendable {
+        // @unchecked Sendable: `parts` is only written through `ReachabilityAnswer.modify`,
+        // when this box is known to be referenced by that one answer alone; a shared box is
+        // only read.
+        var parts: Parts
+        init(_ parts: Parts) { self.parts = parts }
+    }
+
+    private var box: Box
+
+    /// Changes the parts, copying the box first if another answer shares it.
+    private mutating func modify(_ change: (inout Parts) -> Void) {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.parts) }
+        change(&box.parts)
+    }
+
     /// The flags, as `SCNetworkReachabilityFlags` would have them.
-    public var flags: ReachabilityFlags
+    public var flags: ReachabilityFlags {
+        get { box.parts.flags }
+        set { modify { $0.flags = newValue } }
+    }
     /// The link the kernel would send through, when a route matched.
-    public var interface: ReachabilityInterface?
+    public var interface: ReachabilityInterface? {
+        get { box.parts.interface }
+        set { modify { $0.interface = newValue } }
+    }
     /// The next-hop gateway, or `nil` when the target is on-link, local or not routed.
-    public var gateway: IPAddress?
+    public var gateway: IPAddress? {
+        get { box.parts.gateway }
+        set { modify { $0.gateway = newValue } }
+    }
     /// The address the answer is for (for a host name: the best of its addresses).
-    public var address: IPAddress?
+    public var address: IPAddress? {
+        get { box.parts.address }
+        set { modify { $0.address = newValue } }
+    }
     /// Every address considered: the target's, or a host name's resolved addresses in the
     /// resolver's order; empty for the internet and for a name not resolved yet.
-    public var addresses: [IPAddress] = []
+    public var addresses: [IPAddress] {
+        get { box.parts.addresses }
+        set { modify { $0.addresses = newValue } }
+    }
     /// The route that matched, when one did.
-    public var route: Route?
+    public var route: Route? {
+        get { box.parts.route }
+        set { modify { $0.route = newValue } }
+    }
     /// Why the target is not reachable (or waits for a connection); `nil` when it is reachable.
-    public var reason: UnreachableReason?
+    public var reason: UnreachableReason? {
+        get { box.parts.reason }
+        set { modify { $0.reason = newValue } }
+    }
 
     /// An answer as given.
     public init(flags: ReachabilityFlags, interface: ReachabilityInterface? = nil, gateway: IPAddress? = nil,
                 address: IPAddress? = nil, route: Route? = nil, reason: UnreachableReason? = nil) {
-        self.flags = flags
-        self.interface = interface
-        self.gateway = gateway
-        self.address = address
-        self.route = route
-        self.reason = reason
+        box = Box(Parts(flags: flags, interface: interface, gateway: gateway, address: address, route: route, reason: reason))
     }
+
+    public static func == (lhs: ReachabilityAnswer, rhs: ReachabilityAnswer) -> Bool {
+        lhs.box === rhs.box || lhs.box.parts == rhs.box.parts
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(box.parts) }
 
     /// Not reachable, for `reason`.
     public static func notReachable(_ reason: UnreachableReason, address: IPAddress? = nil) -> ReachabilityAnswer {
