@@ -14,6 +14,8 @@ struct LinksAndEventsTests {
                 "address add 10.2.0.1/24 dev br0", "address add 10.3.0.1/24 dev mv0",
                 "address add 2001:db8:3::1/64 dev mv0 nodad", "address add 10.4.0.1 peer 10.4.0.2/32 dev tun0",
             ])
+            // A name with a quote and a backslash, which the JSON must escape.
+            try ns.ip("link", "add", "q\"b\\s", "type", "veth", "peer", "name", "qpeer")
             let result = try reach("links", "--json", "--netns", ns.name)
             #expect(result.status == 0, "\(result.error)")
             let links = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
