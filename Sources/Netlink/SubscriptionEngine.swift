@@ -8,8 +8,8 @@ import Synchronization
 /// One notification socket carries link, address and route messages in the kernel's order.
 /// libnl's cache manager (`nl_cache_mngr`) keeps the link and address caches on it and reports
 /// their changes; route messages are taken off the same socket before the manager sees them
-/// (`NL_CB_MSG_IN`), parsed with libnl's route parser, reported, and kept only when they are
-/// default routes. The thread sleeps in `epoll_wait` with no timeout: nothing runs while nothing
+/// (`NL_CB_MSG_IN`), parsed, reported, and kept only when they are default routes; policy-rule
+/// messages are reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout: nothing runs while nothing
 /// changes.
 final class SubscriptionEngine: @unchecked Sendable {
     // @unchecked Sendable: the properties under "loop thread only" are created, read and freed by
@@ -166,6 +166,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         setReceiveBuffer(nl_cache_mngr_get_fd(created), size: options.receiveBufferSize)
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_ROUTE.rawValue)), "join IPv4 route group")
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_ROUTE.rawValue)), "join IPv6 route group")
+        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_RULE.rawValue)), "join IPv4 rule group")
+        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_RULE.rawValue)), "join IPv6 rule group")
         requests = try RequestSocket(namespace: namespace)
         // The manager joins each cache's groups before it dumps the cache, so nothing that
         // changes during the dump is missed: it waits in the socket and is applied afterwards.
@@ -324,6 +326,14 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Handles a message before libnl's cache manager: route messages are consumed here.
     private func routeMessage(_ header: UnsafeMutablePointer<nlmsghdr>) -> Int32 {
         let type = Int32(header.pointee.nlmsg_type)
+        if type == RTM_NEWRULE || type == RTM_DELRULE {
+            // The first byte of a rule message (struct fib_rule_hdr) is its family.
+            if Int(header.pointee.nlmsg_len) > MemoryLayout<nlmsghdr>.size,
+               let family = AddressFamily(kernel: Int32(UnsafeRawPointer(header).load(fromByteOffset: MemoryLayout<nlmsghdr>.size, as: UInt8.self))) {
+                batch.append(.rulesChanged(family))
+            }
+            return Int32(NL_SKIP.rawValue)
+        }
         guard type == RTM_NEWROUTE || type == RTM_DELROUTE else { return Int32(NL_OK.rawValue) }
         guard let route = Route(message: header), !route.flags.contains(.cloned) else {
             return Int32(NL_SKIP.rawValue)

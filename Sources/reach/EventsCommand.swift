@@ -11,7 +11,8 @@ struct EventsCommand: ParsableCommand {
         abstract: "Print link, address and route events of a namespace as they happen.",
         discussion: """
             The current state comes first (one `present` line per link, address and default route, \
-            then `synchronized`), then one line per change, flushed at once. After lost \
+            then `synchronized`), then one line per change (links, addresses, routes, policy \
+            rules), flushed at once. After lost \
             notifications the state is re-read and a `resynchronized` line follows the differences.
             """)
 
@@ -90,6 +91,9 @@ struct EventPrinter: Sendable {
             case .removed(let r): emit("removed", "route", r.json, human: describe(r, state: state))
             case .changed(let old, let new): emit("changed", "route", new.json, old: old.json, human: describe(new, state: state))
             }
+        case .rulesChanged(let family):
+            line(json ? JSON.object(header("changed", "rules") + [("family", .string(family.description))]).serialized
+                 : "changed rules \(family)")
         case .resynchronized(let reason):
             line(json ? JSON.object(header("resynchronized", nil) + [("reason", .string(reason.description))]).serialized
                  : "resynchronized (\(reason))")

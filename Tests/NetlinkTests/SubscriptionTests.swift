@@ -103,6 +103,21 @@ struct SubscriptionTests {
         }
     }
 
+    @Test func policyRuleChangesAreReported() async throws {
+        try await withTestNamespace("rules") { ns in
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let recorder = EventRecorder(subscription)
+            #expect(recorder.waitFor { if case .snapshot = $0 { return true } else { return false } })
+            try ns.ip("rule", "add", "to", "203.0.113.0/24", "lookup", "100", "priority", "1000")
+            #expect(recorder.waitFor { $0 == .rulesChanged(.ipv4) })
+            try ns.ip("-6", "rule", "add", "to", "2001:db8:77::/48", "lookup", "100", "priority", "1000")
+            #expect(recorder.waitFor { $0 == .rulesChanged(.ipv6) })
+            let count = recorder.all.filter { $0 == .rulesChanged(.ipv4) }.count
+            try ns.ip("rule", "del", "priority", "1000")
+            #expect(eventually { recorder.all.filter { $0 == .rulesChanged(.ipv4) }.count == count + 1 })
+        }
+    }
+
     @Test func routesFlushedSilentlyByTheKernelLeaveTheState() async throws {
         try await withTestNamespace("flush") { ns in
             try ns.batch([

@@ -76,4 +76,21 @@ struct SharedLookupTests {
         #expect(eventually { current() == last })
         #expect(engine.sharedLookupCount == saved)
     }
+
+    /// A policy rule changes the kernel's answer without any route, link or address event: the
+    /// monitor follows it.
+    @Test func anAnswerFollowsANewPolicyRule() throws {
+        let ns = try routedNamespace("rulefollow")
+        defer { ns.delete() }
+        let monitor = try Reachability(address: IPAddress("198.18.9.9")!, namespace: .named(ns.name))
+        let gateway = Locked<String?>(nil)
+        monitor.onChange = { _, answer in gateway.withLock { $0 = answer.gateway?.description } }
+        monitor.startListening()
+        #expect(eventually { gateway.withLock { $0 } == "10.1.0.2" })
+        try ns.ip("rule", "add", "to", "198.18.9.0/24", "lookup", "100", "priority", "50")
+        #expect(eventually { gateway.withLock { $0 } == "10.1.0.6" }, "table 100's default route now answers")
+        try ns.ip("rule", "del", "priority", "50")
+        #expect(eventually { gateway.withLock { $0 } == "10.1.0.2" })
+        monitor.stopListening()
+    }
 }

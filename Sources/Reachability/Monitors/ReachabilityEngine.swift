@@ -279,6 +279,9 @@ final class ReachabilityEngine: Sendable {
                 networkChanged = true
             case .link:
                 state.everythingChanged = true
+            case .rulesChanged:
+                // Any address may now be routed by another table: ask the kernel again.
+                state.everythingChanged = true
             }
             if networkChanged {
                 state.networkChangedForHosts = true
