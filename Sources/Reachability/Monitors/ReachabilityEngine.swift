@@ -309,10 +309,12 @@ final class ReachabilityEngine: Sendable {
                 state.otherRouteChanged = false
             }
             let targets = Array(state.entries.keys)
-            let affected = state.everythingChanged ? targets
-                : state.entries.compactMap { target, entry in
-                    Self.canChange(target, addresses: entry.addresses, after: state.changedNetworks) ? target : nil
-                }
+            // The entries travel with their targets: the round reads and updates them without
+            // looking each one up again.
+            let affected = state.entries.compactMap { target, entry -> (target: ReachabilityTarget, entry: Entry)? in
+                state.everythingChanged || Self.canChange(target, addresses: entry.addresses, after: state.changedNetworks)
+                    ? (target, entry) : nil
+            }
             let sharedTable = !state.everythingChanged && !state.otherRouteChanged && state.changedDefaultTables.count == 1
                 ? state.changedDefaultTables.first : nil
             // Any other round may change what the addresses match without learning it again.
@@ -352,23 +354,23 @@ final class ReachabilityEngine: Sendable {
     /// matched that table's default route share one lookup (SharedLookups.swift), and the
     /// others of that family are asked for their FIB entry too, so that the next such round
     /// can share theirs.
-    private func prefetchLookups(for targets: [ReachabilityTarget], sharedTable: FamilyTable?) -> LookupPlan {
+    private func prefetchLookups(for targets: [(target: ReachabilityTarget, entry: Entry)], sharedTable: FamilyTable?) -> LookupPlan {
         var destinations: Set<IPAddress> = []
-        var sharable: [IPAddress] = []
+        var sharable: [(address: IPAddress, entry: Entry)] = []
         var individual: [ReachabilityTarget] = []
         individual.reserveCapacity(targets.count)
         let knownRules = state.withLock { state -> Int? in
-            for target in targets {
+            for (target, entry) in targets {
                 switch target {
                 case .address(let address):
-                    if let table = sharedTable, address.family == table.family, let entry = state.entries[target],
+                    if let table = sharedTable, address.family == table.family,
                        entry.matchedGeneration == state.matchGeneration, let matched = entry.matched,
                        matched.table == table.table, matched.prefix.isDefault {
-                        sharable.append(address)
+                        sharable.append((address, entry))
                         continue
                     }
                     destinations.insert(address)
-                case .host: destinations.formUnion(state.entries[target]?.addresses ?? [])
+                case .host: destinations.formUnion(entry.addresses ?? [])
                 case .internet, .addressPair: break
                 }
                 individual.append(target)
@@ -381,11 +383,11 @@ final class ReachabilityEngine: Sendable {
         if let table = sharedTable {
             rules = try? connection.policyRules(family: table.family)
             if sharable.count > 1, let rules, !rules.suppressesByInterfaceGroup, rules.fingerprint == knownRules,
-               let shared = SharedAnswer(representative: sharable[0], table: table, connection: connection) {
+               let shared = SharedAnswer(representative: sharable[0].address, table: table, connection: connection) {
                 plan.shared = (shared, sharable)
             } else {
-                destinations.formUnion(sharable)
-                plan.individual += sharable.map { .address($0) }
+                destinations.formUnion(sharable.map(\.address))
+                plan.individual += sharable.map { .address($0.address) }
             }
             let learning = destinations.filter { $0.family == table.family }.map { $0 }
             if rules != nil, !learning.isEmpty, let entries = try? connection.lookupFIBEntries(to: learning) {
@@ -421,23 +423,23 @@ final class ReachabilityEngine: Sendable {
         /// Targets evaluated one by one, with the answers of `results` when there are some.
         var individual: [ReachabilityTarget]
         var results: [IPAddress: RouteLookupResult]?
-        /// Address targets that share one answer (SharedLookups.swift).
-        var shared: (answer: SharedAnswer, members: [IPAddress])?
+        /// Address targets that share one answer (SharedLookups.swift), with their entries.
+        var shared: (answer: SharedAnswer, members: [(address: IPAddress, entry: Entry)])?
     }
 
     /// Evaluates the shared answer once, gives each member its own copy (its address as
     /// destination), stores them and their FIB entry under one lock, and tells the watchers
     /// whose answer changed.
-    private func evaluateAndStoreShared(_ shared: SharedAnswer, for members: [IPAddress], in snapshot: Snapshot,
-                                        batch: DeliveryBatch) {
-        guard let representative = members.first else { return }
+    private func evaluateAndStoreShared(_ shared: SharedAnswer, for members: [(address: IPAddress, entry: Entry)],
+                                        in snapshot: Snapshot, batch: DeliveryBatch) {
+        guard let representative = members.first?.address else { return }
         let base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
                                                   classifications: snapshot.classifications)
         var notifications: [(watchers: [Watcher], answer: ReachabilityAnswer)] = []
         notifications.reserveCapacity(members.count)
         state.withLock { state in
             state.sharedLookups += members.count - 1
-            for address in members {
+            for (address, entry) in members {
                 var answer = base
                 answer.address = address
                 answer.addresses = [address]
@@ -445,7 +447,6 @@ final class ReachabilityEngine: Sendable {
                     answer.route?.destination = destination
                 }
                 state.evaluations += 1
-                guard let entry = state.entries[.address(address)] else { continue }
                 entry.matched = shared.entry
                 entry.matchedGeneration = state.matchGeneration
                 let previous = entry.answer
