@@ -435,7 +435,7 @@ final class ReachabilityEngine: Sendable {
         guard let representative = members.first?.address else { return }
         let base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
                                                   classifications: snapshot.classifications)
-        var notifications: [(watchers: [Watcher], answer: ReachabilityAnswer)] = []
+        var notifications: [(watcher: Watcher, answer: ReachabilityAnswer)] = []
         notifications.reserveCapacity(members.count)
         state.withLock { state in
             state.sharedLookups += members.count - 1
@@ -452,13 +452,10 @@ final class ReachabilityEngine: Sendable {
                 let previous = entry.answer
                 entry.answer = answer
                 guard let previous, !previous.isSameAnswer(as: answer) else { continue }
-                let watchers = entry.watchers.values.compactMap { $0.ready ? $0.watcher : nil }
-                if !watchers.isEmpty { notifications.append((watchers, answer)) }
+                for watching in entry.watchers.values where watching.ready { notifications.append((watching.watcher, answer)) }
             }
         }
-        for (watchers, answer) in notifications {
-            for watcher in watchers { watcher(answer, batch) }
-        }
+        for (watcher, answer) in notifications { watcher(answer, batch) }
     }
 
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
