@@ -93,39 +93,21 @@ final class RawRouteSocket {
         sequence &+= 1
         let seq = sequence
         try sendDumpRequest(fd: fd, family: family, filter: filter, sequence: seq)
-        var interrupted = false
-        var finished = false
-        var stoppedEarly = false
-        while !finished {
-            let received = try receive(on: fd, context: "default route dump")
-            try forEachMessage(received) { (header) throws(NetlinkError) in
-                guard !finished, header.pointee.nlmsg_seq == seq else { return }
-                if Int32(header.pointee.nlmsg_flags) & NLM_F_DUMP_INTR != 0 { interrupted = true }
-                switch Int32(header.pointee.nlmsg_type) {
-                case NLMSG_DONE:
-                    finished = true
-                case NLMSG_ERROR:
-                    let code = errorCode(of: header)
-                    if code == 0 { return }
-                    throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "default route dump")
-                case Int32(RTM_NEWROUTE):
-                    switch classify(header, family: family) {
-                    case .defaultRoute:
-                        if let route = Route(message: header), filter.matches(route) { body(route) }
-                    case .other:
-                        return
-                    case .pastMainDefaults:
-                        finished = true
-                        stoppedEarly = true
-                    }
-                default:
-                    return
-                }
+        let outcome = try readDump(on: fd, sequence: seq, context: "default route dump") { (header) throws(NetlinkError) -> Bool in
+            guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return true }
+            switch classify(header, family: family) {
+            case .defaultRoute:
+                if let route = Route(message: header), filter.matches(route) { body(route) }
+                return true
+            case .other:
+                return true
+            case .pastMainDefaults:
+                return false
             }
         }
         // A dump stopped before its NLMSG_DONE is still running in the kernel: drop the socket.
-        if stoppedEarly { abandon() }
-        if interrupted { throw .dumpInterrupted }
+        if outcome.stoppedEarly { abandon() }
+        if outcome.interrupted { throw .dumpInterrupted }
     }
 
     private enum RouteMessageKind { case defaultRoute, other, pastMainDefaults }
@@ -277,32 +259,19 @@ final class RawRouteSocket {
         try send(request.bytes, on: fd, context: "send rule dump")
         var summary = PolicyRuleSummary(fingerprint: 0, suppressesByInterfaceGroup: false)
         var hasher = Hasher()
-        var finished = false
-        while !finished {
-            let received = try receive(on: fd, context: "rule dump")
-            try forEachMessage(received) { (header) throws(NetlinkError) in
-                guard !finished, header.pointee.nlmsg_seq == seq else { return }
-                switch Int32(header.pointee.nlmsg_type) {
-                case NLMSG_DONE:
-                    finished = true
-                case NLMSG_ERROR:
-                    let code = errorCode(of: header)
-                    if code != 0 { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "rule dump") }
-                case Int32(RTM_NEWRULE):
-                    let length = Int(header.pointee.nlmsg_len) - MemoryLayout<nlmsghdr>.size
-                    let payload = UnsafeRawBufferPointer(start: UnsafeRawPointer(header) + MemoryLayout<nlmsghdr>.size, count: length)
-                    hasher.combine(bytes: payload)
-                    var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
-                    while let (type, value) = attributes.next() {
-                        // The kernel sends FRA_SUPPRESS_IFGROUP only for a rule that has one.
-                        if type == Self.suppressInterfaceGroupAttribute, let group = value.u32, group != UInt32.max {
-                            summary.suppressesByInterfaceGroup = true
-                        }
-                    }
-                default:
-                    return
+        _ = try readDump(on: fd, sequence: seq, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
+            guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWRULE) else { return true }
+            let length = Int(header.pointee.nlmsg_len) - MemoryLayout<nlmsghdr>.size
+            let payload = UnsafeRawBufferPointer(start: UnsafeRawPointer(header) + MemoryLayout<nlmsghdr>.size, count: length)
+            hasher.combine(bytes: payload)
+            var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
+            while let (type, value) = attributes.next() {
+                // The kernel sends FRA_SUPPRESS_IFGROUP only for a rule that has one.
+                if type == Self.suppressInterfaceGroupAttribute, let group = value.u32, group != UInt32.max {
+                    summary.suppressesByInterfaceGroup = true
                 }
             }
+            return true
         }
         summary.fingerprint = hasher.finalize()
         return summary
@@ -314,6 +283,38 @@ final class RawRouteSocket {
     private static let suppressInterfaceGroupAttribute: UInt16 = 13
 
     // MARK: Helpers
+
+    /// Reads the answer to the dump request `sequence` until its NLMSG_DONE, or until `body`
+    /// returns false for a message; `body` sees every other message of the dump. An error reply
+    /// is thrown. Returns whether the kernel marked the dump interrupted (`NLM_F_DUMP_INTR`)
+    /// and whether `body` stopped it early (the dump then still runs in the kernel).
+    private func readDump(on fd: Int32, sequence: UInt32, context: String,
+                          _ body: (UnsafeMutablePointer<nlmsghdr>) throws(NetlinkError) -> Bool) throws(NetlinkError)
+        -> (interrupted: Bool, stoppedEarly: Bool) {
+        var interrupted = false
+        var finished = false
+        var stoppedEarly = false
+        while !finished {
+            let received = try receive(on: fd, context: context)
+            try forEachMessage(received) { (header) throws(NetlinkError) in
+                guard !finished, header.pointee.nlmsg_seq == sequence else { return }
+                if Int32(header.pointee.nlmsg_flags) & NLM_F_DUMP_INTR != 0 { interrupted = true }
+                switch Int32(header.pointee.nlmsg_type) {
+                case NLMSG_DONE:
+                    finished = true
+                case NLMSG_ERROR:
+                    let code = errorCode(of: header)
+                    if code != 0 { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context) }
+                default:
+                    if try !body(header) {
+                        finished = true
+                        stoppedEarly = true
+                    }
+                }
+            }
+        }
+        return (interrupted, stoppedEarly)
+    }
 
     /// Reads one datagram into the buffer and returns its length; the messages in it stay valid
     /// until the next read. A failed read abandons the socket (an overflow leaves it unusable).

@@ -134,12 +134,12 @@ final class RequestSocket {
 /// Receives the answer to one request on a libnl socket, turning route messages into values and
 /// keeping the kernel's own `errno` of an error reply.
 private final class RouteReceiver {
-    let filter: RouteFilter?
+    let filter: RouteFilter
     let body: (Route) -> Void
     var kernelErrno: Int32 = 0
     var interrupted = false
 
-    init(filter: RouteFilter?, body: @escaping (Route) -> Void) {
+    init(filter: RouteFilter, body: @escaping (Route) -> Void) {
         self.filter = filter
         self.body = body
     }
@@ -153,7 +153,7 @@ private final class RouteReceiver {
             let header = nlmsg_hdr(message)!
             let type = Int32(header.pointee.nlmsg_type)
             guard type == RTM_NEWROUTE, let route = Route(message: header) else { return Int32(NL_SKIP.rawValue) }
-            if receiver.filter?.matches(route) ?? true { receiver.body(route) }
+            if receiver.filter.matches(route) { receiver.body(route) }
             return Int32(NL_OK.rawValue)
         }, me)
         nl_cb_set(callbacks, NL_CB_DUMP_INTR, NL_CB_CUSTOM, { _, argument in
