@@ -25,9 +25,9 @@ extension EventSink {
 ///
 /// Events are batched: the subscription appends to `pending` and schedules one drain per batch,
 /// so a storm costs one dispatch per netlink read, not one per event. Without a queue, the
-/// subscription's thread drains right after it publishes: no dispatch at all. `cancel()` returns only when
-/// no callback is running (except when called from inside the callback itself), and no callback
-/// starts after it.
+/// subscription's thread drains right after it publishes: no dispatch at all. `cancel()` returns
+/// only when no callback is running (except when called from inside the callback itself), and
+/// no callback starts after it.
 final class CallbackObserver: EventSink, @unchecked Sendable {
     // @unchecked Sendable: `pending`, `scheduled`, `cancelled` and `runningThread` are only read
     // or written while `lock` is held; `queue`, `handler` and `onTermination` are immutable.

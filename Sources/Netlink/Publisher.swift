@@ -39,13 +39,16 @@ final class Publisher: Sendable {
             return Array(shared.sinks.values)
         }
         for sink in sinks { sink.enqueue(events) }
-        for sink in sinks where sink.deliversOnSubscriptionThread { sink.deliverOnSubscriptionThread() }
+        deliverOnSubscriptionThread(to: sinks)
     }
 
     /// Delivers what waits for the observers that run on the subscription's thread (a new
     /// observer's snapshot); called on that thread when it is woken.
     func deliverOnSubscriptionThread() {
-        let sinks = shared.withLock { Array($0.sinks.values) }
+        deliverOnSubscriptionThread(to: shared.withLock { Array($0.sinks.values) })
+    }
+
+    private func deliverOnSubscriptionThread(to sinks: [any EventSink]) {
         for sink in sinks where sink.deliversOnSubscriptionThread { sink.deliverOnSubscriptionThread() }
     }
 

@@ -9,8 +9,8 @@ import Synchronization
 /// libnl's cache manager (`nl_cache_mngr`) keeps the link and address caches on it and reports
 /// their changes; route messages are taken off the same socket before the manager sees them
 /// (`NL_CB_MSG_IN`), parsed, reported, and kept only when they are default routes; policy-rule
-/// messages are reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout: nothing runs while nothing
-/// changes.
+/// messages are reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in
+/// `epoll_wait` with no timeout: nothing runs while nothing changes.
 final class SubscriptionEngine: @unchecked Sendable {
     // @unchecked Sendable: the properties under "loop thread only" are created, read and freed by
     // the loop thread alone (between `start` and the end of `run`), and libnl's callbacks run on
