@@ -21,6 +21,15 @@ let package = Package(
             path: "Benchmarks/ReachabilityBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The library with a callback that only prints a line, for the latency harness.
+        .executableTarget(
+            name: "latency-listener",
+            dependencies: [
+                .product(name: "Netlink", package: "swift-linux-reachability"),
+                .product(name: "Reachability", package: "swift-linux-reachability"),
+            ],
+            path: "LatencyListener"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,11 +3,11 @@
 GLib's GNetworkMonitor, `ip route get`) in one run, and prints one table. Called by compare.sh,
 which builds everything first. Needs root; works only in namespaces it creates and deletes.
 
-usage: compare.py REACH PEERS_DIR BENCH_OUTPUT
+usage: compare.py REACH PEERS_DIR BENCH_OUTPUT LATENCY_LISTENER FLIP_LATENCY
 """
 import json, os, re, shlex, subprocess, sys, tempfile, time
 
-REACH, PEERS, BENCH_OUTPUT = sys.argv[1], sys.argv[2], sys.argv[3]
+REACH, PEERS, BENCH_OUTPUT, LISTENER, HARNESS = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "bench")
 PY = "/usr/bin/python3"
@@ -57,21 +57,27 @@ def ratio(a, b):
 
 # --- Event latency ---------------------------------------------------------------------------
 def latency():
+    """Benchmarks/latency/flip_latency (the idea of ../shared/bench/latency.py, in C): every
+    listener in the same run, taking turns in 6 rounds of 50 flips, so a slow minute of the VM
+    falls on all of them. The library is measured with a callback that prints one short line,
+    as the peers' do (`latency-listener`), and as `reach events --json` and `reach watch`."""
     commands = [("raw_listener (floor)", f"{PEERS}/raw_listener"), ("libnl cache manager", f"{PEERS}/libnl_listener"),
                 ("GLib GNetworkMonitor", f"{PY} {SHARED}/peers/glib_listener.py"),
+                ("NetlinkSubscription callback", f"{LISTENER} subscription"),
+                ("Reachability callback, 10.200.0.2", f"{LISTENER} reachability 10.200.0.2"),
                 ("reach events --json", f"{REACH} events --json"), ("reach watch 10.200.0.2", f"{REACH} watch 10.200.0.2")]
-    results = {}
-    for name, command in commands:
-        out = subprocess.run([PY, f"{SHARED}/latency.py", "-n", "300", f"x={command}"], capture_output=True, text=True, check=True).stdout
-        results[name] = json.loads(out.strip().splitlines()[-1])
+    out = subprocess.run([HARNESS, "-n", "50", "-r", "6"] + [f"{i}={command}" for i, (_, command) in enumerate(commands)],
+                         capture_output=True, text=True, check=True).stdout
+    results = {commands[int(r["name"])][0]: r for r in map(json.loads, out.strip().splitlines())}
     floor = results["raw_listener (floor)"]
-    for name in ["reach events --json", "reach watch 10.200.0.2"]:
+    libnl, glib = results["libnl cache manager"], results["GLib GNetworkMonitor"]
+    for name, _ in commands[3:]:
         r = results[name]
         met = r["p50_us"] <= 1.2 * floor["p50_us"] and r["p99_us"] < 1000
         rows.append((f"latency p50/p99 µs, {name}", f"{r['p50_us']:.0f} / {r['p99_us']:.0f}",
                      f"{floor['p50_us']:.0f} / {floor['p99_us']:.0f}",
-                     f"libnl {results['libnl cache manager']['p50_us']:.0f} / {results['libnl cache manager']['p99_us']:.0f}, "
-                     f"GLib {results['GLib GNetworkMonitor']['p50_us']:.0f} / {results['GLib GNetworkMonitor']['p99_us']:.0f}",
+                     f"libnl {libnl['p50_us']:.0f} / {libnl['p99_us']:.0f} ({ratio(libnl['p50_us'], floor['p50_us'])}), "
+                     f"GLib {glib['p50_us']:.0f} / {glib['p99_us']:.0f} ({ratio(glib['p50_us'], floor['p50_us'])})",
                      ratio(r["p50_us"], floor["p50_us"]), "≤1.2x, p99 <1000", met))
 
 

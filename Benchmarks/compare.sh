@@ -24,6 +24,8 @@ fi
 echo "== building reach (release) and the peers"
 (cd "$root" && swift build -c release --product reach 2>&1 | tail -1)
 sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
+gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
+(cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
 
 echo "== in-process benchmarks (ordo-one/benchmark)"
 (cd "$here" && swift package --disable-sandbox benchmark --no-progress \
@@ -31,4 +33,5 @@ echo "== in-process benchmarks (ordo-one/benchmark)"
     | grep -v '^\[' | tee "$out/benchmarks.txt" | sed -n '/Running Benchmarks/,$p')
 
 echo "== beside the floor and the peers"
-python3 "$here/compare.py" "$root/.build/release/reach" "$out/peers" "$out/benchmarks.txt" | tee "$out/table.md"
+python3 "$here/compare.py" "$root/.build/release/reach" "$out/peers" "$out/benchmarks.txt" \
+    "$here/.build/release/latency-listener" "$out/flip_latency" | tee "$out/table.md"

@@ -1,0 +1,45 @@
+// latency-listener: the library as a latency harness sees it, with a callback that does no more
+// than the peers' (`raw_listener`, `libnl_listener`): print one short line per event.
+//
+//   latency-listener subscription          one line per NetlinkEvent, printed from the
+//                                          subscription's own thread
+//   latency-listener reachability ADDRESS  one line per change of a Reachability monitor's
+//                                          answer, printed from its callback queue
+//
+// Prints READY once subscribed. `reach events` and `reach watch` are measured beside it; they
+// add classification, JSON or text formatting, which the peers do not do.
+import Dispatch
+import Glibc
+import Netlink
+import Reachability
+
+/// Writes one line with a single write(2): no buffering between the event and the harness.
+func printLine(_ text: StaticString) {
+    _ = write(STDOUT_FILENO, text.utf8Start, text.utf8CodeUnitCount)
+}
+
+let arguments = CommandLine.arguments
+switch arguments.count > 1 ? arguments[1] : "" {
+case "subscription":
+    let subscription = try NetlinkSubscription()
+    let observation = subscription.observeOnSubscriptionThread { event in
+        if case .snapshot = event { return }
+        printLine("EV\n")
+    }
+    printLine("READY\n")
+    withExtendedLifetime(observation) { while true { pause() } }
+case "reachability" where arguments.count == 3:
+    guard let address = IPAddress(arguments[2]) else {
+        printLine("latency-listener: not an address literal\n")
+        exit(2)
+    }
+    let monitor = try Reachability(address: address)
+    monitor.postsNotifications = false
+    monitor.onChange = { _, _ in printLine("CHANGED\n") }
+    monitor.startListening()
+    printLine("READY\n")
+    withExtendedLifetime(monitor) { while true { pause() } }
+default:
+    printLine("usage: latency-listener subscription | latency-listener reachability ADDRESS\n")
+    exit(2)
+}
