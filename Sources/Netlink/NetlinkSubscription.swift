@@ -48,16 +48,23 @@ public final class NetlinkSubscription: Sendable {
 
     private static let registry = Locked<[NetworkNamespace.Identity: WeakSubscription]>([:])
 
-    /// The process-wide subscription for `namespace` (default options), opened on first use and
-    /// kept while anyone holds it or observes it.
-    public static func shared(namespace: NetworkNamespace = .current) throws(NetlinkError) -> NetlinkSubscription {
+    /// The process-wide subscription for `namespace`, opened on first use and kept while anyone
+    /// holds it or observes it.
+    ///
+    /// - Parameters:
+    ///   - namespace: The network namespace to watch (default: the current one).
+    ///   - options: Used only when this call opens the subscription; a subscription that is
+    ///     already open is returned with the options it was opened with (see ``options``). To
+    ///     give the monitors of a program a smaller or larger receive buffer, call this first.
+    public static func shared(namespace: NetworkNamespace = .current,
+                              options: SubscriptionOptions = .init()) throws(NetlinkError) -> NetlinkSubscription {
         let identity = try namespace.identity()
         return try registry.withLock { (entries) throws(NetlinkError) -> NetlinkSubscription in
             if let existing = entries[identity]?.value, existing.publisher.termination == nil {
                 return existing
             }
             entries = entries.filter { $0.value.value != nil }
-            let created = try NetlinkSubscription(namespace: namespace)
+            let created = try NetlinkSubscription(namespace: namespace, options: options)
             entries[identity] = WeakSubscription(value: created)
             return created
         }

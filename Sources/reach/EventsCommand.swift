@@ -20,13 +20,14 @@ struct EventsCommand: ParsableCommand {
     var json = false
 
     @OptionGroup var namespaceOption: NamespaceOption
+    @OptionGroup var subscriptionOption: SubscriptionOption
 
     /// The observation lives as long as the process prints.
     private static let keepAlive = Locked<NetlinkObservation?>(nil)
 
     func run() throws {
         let namespace = try namespaceOption.namespace()
-        let subscription = try NetlinkSubscription.shared(namespace: namespace)
+        let subscription = try subscriptionOption.openSubscription(in: namespace)
         let printer = EventPrinter(json: json, classifier: LinkClassificationCache(
             source: .live(namespace), policy: try ConstrainedLinkPolicy.system()))
         // Lines are printed on the subscription's own thread as each read is parsed: no queue

@@ -92,3 +92,24 @@ struct NamespaceOption: ParsableArguments {
         return try NetworkNamespace.parse(netns)
     }
 }
+
+/// The `--receive-buffer` option of the commands that follow the kernel's notifications.
+struct SubscriptionOption: ParsableArguments {
+    @Option(name: .customLong("receive-buffer"),
+            help: ArgumentHelp("""
+                Receive buffer of the notification socket, in bytes (default 4 MiB). A small one \
+                makes the kernel drop notifications sooner: for testing how the state is re-read.
+                """, valueName: "BYTES"))
+    var receiveBuffer: Int?
+
+    func validate() throws {
+        if let receiveBuffer, receiveBuffer <= 0 { throw ValidationError("--receive-buffer must be a number of bytes, 1 or more") }
+    }
+
+    /// Opens the namespace's shared subscription with these options, before anything else
+    /// opens it with the defaults.
+    func openSubscription(in namespace: NetworkNamespace) throws -> NetlinkSubscription {
+        try NetlinkSubscription.shared(namespace: namespace, options: SubscriptionOptions(
+            receiveBufferSize: receiveBuffer ?? SubscriptionOptions.defaultReceiveBufferSize))
+    }
+}

@@ -21,13 +21,16 @@ struct WatchCommand: ParsableCommand {
     var json = false
 
     @OptionGroup var namespaceOption: NamespaceOption
+    @OptionGroup var subscriptionOption: SubscriptionOption
 
-    /// The monitors live as long as the process prints.
-    private static let keepAlive = Locked<[Reachability]>([])
+    /// The subscription and the monitors live as long as the process prints.
+    private static let keepAlive = Locked<(NetlinkSubscription?, [Reachability])>((nil, []))
 
     func run() throws {
         let parsed = try targets.map { text throws(ReachabilityError) in (text, try ReachabilityTarget(parsing: text)) }
         let namespace = try namespaceOption.namespace()
+        // Opened first, so the monitors' engine finds it with the options asked for.
+        let subscription = try subscriptionOption.openSubscription(in: namespace)
         let printQueue = DispatchQueue(label: "reach.watch")
         let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
             .map { text, target throws(ReachabilityError) -> Reachability in
@@ -43,7 +46,7 @@ struct WatchCommand: ParsableCommand {
                 }
                 return monitor
             }
-        Self.keepAlive.withLock { $0 = monitors }
+        Self.keepAlive.withLock { $0 = (subscription, monitors) }
         for monitor in monitors { monitor.startListening() }
         // Runs until interrupted; the monitors print from their queue. The main thread sleeps
         // in a futex with no timeout: nothing in the process wakes while nothing changes.

@@ -2,57 +2,8 @@ import Foundation
 import NetnsTestSupport
 import Synchronization
 
-/// The `reach` executable that `swift build` put beside the test bundle (or `$REACH_BINARY`).
-let reachBinary: String = {
-    if let path = ProcessInfo.processInfo.environment["REACH_BINARY"] { return path }
-    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        .appendingPathComponent("reach").path
-}()
-
 /// Runs `reach` to completion.
 func reach(_ arguments: String...) throws -> CommandResult {
     try run([reachBinary] + arguments, check: false)
 }
 
-/// A `reach` process that keeps running (events, watch), read line by line.
-final class ReachProcess: Sendable {
-    private let process: Process
-    let lines = Mutex<[String]>([])
-
-    init(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: reachBinary)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        self.process = process
-        try process.run()
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread { [weak self] in
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    self?.lines.withLock { $0.append(line) }
-                }
-            }
-        }
-    }
-
-    /// Waits (bounded, for liveness only) until a line contains every fragment.
-    func waitForLine(containing fragments: String...) -> Bool {
-        eventually(15) { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
-    }
-
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
-
-    deinit { stop() }
-}

@@ -1,0 +1,55 @@
+import Foundation
+import Synchronization
+
+/// The `reach` executable that `swift build` put beside the test bundle (or `$REACH_BINARY`).
+public let reachBinary: String = {
+    if let path = ProcessInfo.processInfo.environment["REACH_BINARY"] { return path }
+    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("reach").path
+}()
+
+/// A `reach` process that keeps running (events, watch), read line by line.
+public final class ReachProcess: Sendable {
+    private let process: Process
+    /// Every line printed so far.
+    public let lines = Mutex<[String]>([])
+
+    /// Starts `reach` with `arguments`; standard error is discarded.
+    public init(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: reachBinary)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        self.process = process
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [weak self] in
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    self?.lines.withLock { $0.append(line) }
+                }
+            }
+        }
+    }
+
+    /// Waits (bounded, for liveness only) until a line contains every fragment.
+    public func waitForLine(containing fragments: String...) -> Bool {
+        eventually(15) { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
+    }
+
+    /// Ends the process (SIGTERM) and waits for it.
+    public func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
