@@ -143,6 +143,9 @@ final class ReachabilityEngine: Sendable {
     /// How many kernel lookups were saved by sharing one answer with a group (for tests).
     var sharedLookupCount: Int { state.withLock { $0.sharedLookups } }
 
+    /// How many watches are registered, over all targets (for tests of lifetimes).
+    var watcherCount: Int { state.withLock { $0.entries.values.reduce(0) { $0 + $1.watchers.count } } }
+
     /// Starts watching `target`: `watcher` gets the current answer first (on the engine's
     /// queue), then every real change.
     func watch(_ target: ReachabilityTarget, _ watcher: @escaping Watcher) -> Token {
