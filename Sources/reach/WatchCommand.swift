@@ -11,7 +11,8 @@ struct WatchCommand: ParsableCommand {
         discussion: """
             Each TARGET is an IPv4 or IPv6 address or a host name; without one, the internet. \
             With --json every line is a `check` object plus "time" (ISO 8601). Lines are \
-            flushed one by one. Runs until interrupted.
+            flushed one by one. Runs until interrupted; if the namespace is deleted, the last \
+            lines say "monitoring ended" and reach exits with status 2.
             """)
 
     @Argument(help: "Addresses or host names (default: the internet).")
@@ -32,6 +33,7 @@ struct WatchCommand: ParsableCommand {
         // Opened first, so the monitors' engine finds it with the options asked for.
         let subscription = try subscriptionOption.openSubscription(in: namespace)
         let printQueue = DispatchQueue(label: "reach.watch")
+        let ended = EndOfMonitoring()
         let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
             .map { text, target throws(ReachabilityError) -> Reachability in
                 let monitor = try Reachability(target: target, namespace: namespace, queue: printQueue)
@@ -43,14 +45,17 @@ struct WatchCommand: ParsableCommand {
                     } else {
                         Output.line(iso8601Now() + "  " + answer.humanLine(target: text ?? "internet"))
                     }
+                    ended.note(answer)
                 }
                 return monitor
             }
         Self.keepAlive.withLock { $0 = (subscription, monitors) }
         for monitor in monitors { monitor.startListening() }
-        // Runs until interrupted; the monitors print from their queue. The main thread sleeps
-        // in a futex with no timeout: nothing in the process wakes while nothing changes.
-        DispatchSemaphore(value: 0).wait()
+        // Runs until interrupted or until the namespace goes away; the monitors print from
+        // their queue. The main thread sleeps in a futex with no timeout: nothing in the
+        // process wakes while nothing changes.
+        if case .ended(let error) = ended.wait(timeout: .distantFuture) { Output.error(error.description) }
+        throw ExitCode(2)
     }
 }
 
@@ -76,12 +81,51 @@ struct WaitCommand: ParsableCommand {
     func run() throws {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let monitor = try Reachability(target: parsed, namespace: try namespaceOption.namespace())
-        let reachable = DispatchSemaphore(value: 0)
-        monitor.onChange = { _, answer in if answer.isReachable { reachable.signal() } }
+        let outcome = EndOfMonitoring()
+        monitor.onChange = { _, answer in outcome.note(answer, reachable: answer.isReachable) }
         monitor.startListening()
         // A futex wait, with the caller's timeout if any: no polling.
-        let outcome = reachable.wait(timeout: timeout.map { .now() + .nanoseconds(Int(($0 * 1e9).rounded(.up))) } ?? .distantFuture)
+        let finished = outcome.wait(timeout: timeout.map { .now() + .nanoseconds(Int(($0 * 1e9).rounded(.up))) } ?? .distantFuture)
         monitor.stopListening()
-        if outcome == .timedOut { throw ExitCode(1) }
+        switch finished {
+        case .timedOut: throw ExitCode(1)
+        case .ended(let error):
+            Output.error(error.description)
+            throw ExitCode(2)
+        case .reached: return
+        }
+    }
+}
+
+/// Wakes the main thread of `watch` and `wait`: when the target is reached (`wait`), or when
+/// monitoring ended because the namespace was deleted (the answer's reason says so).
+final class EndOfMonitoring: Sendable {
+    /// How a wait finished.
+    enum Outcome {
+        case reached
+        case ended(NetlinkError)
+        case timedOut
+    }
+
+    private let outcome = Locked<Outcome?>(nil)
+    private let signal = DispatchSemaphore(value: 0)
+
+    /// Looks at an answer: a reached target or the end of monitoring wakes the waiter once.
+    func note(_ answer: ReachabilityAnswer, reachable: Bool = false) {
+        let next: Outcome?
+        if case .monitoringEnded(let error) = answer.reason { next = .ended(error) } else { next = reachable ? .reached : nil }
+        guard let next else { return }
+        let first = outcome.withLock { outcome -> Bool in
+            guard outcome == nil else { return false }
+            outcome = next
+            return true
+        }
+        if first { signal.signal() }
+    }
+
+    /// Waits for a reached target or the end of monitoring.
+    func wait(timeout: DispatchTime) -> Outcome {
+        guard signal.wait(timeout: timeout) == .success else { return .timedOut }
+        return outcome.withLock { $0 } ?? .timedOut
     }
 }

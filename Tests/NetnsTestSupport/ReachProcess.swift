@@ -45,6 +45,14 @@ public final class ReachProcess: Sendable {
         eventually(15) { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
     }
 
+    /// Waits (bounded, for liveness only) until the process exits by itself; its exit status,
+    /// or nil if it still runs.
+    public func exitStatus() -> Int32? {
+        guard eventually(15, { !process.isRunning }) else { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     /// Ends the process (SIGTERM) and waits for it.
     public func stop() {
         if process.isRunning { process.terminate() }

@@ -78,5 +78,7 @@ struct LinksAndEventsTests {
         #expect(events.waitForLine(containing: "synchronized"))
         try ns.ip("link", "add", "veth0", "type", "veth", "peer", "name", "veth1")
         #expect(events.waitForLine(containing: "new link", "veth0"))
+        ns.delete()
+        #expect(events.exitStatus() == 2, "a deleted namespace ends `reach events` with status 2")
     }
 }

@@ -33,6 +33,13 @@ struct WatchAndWaitTests {
         #expect(all.count == 4)
         #expect(all[2]["target"] as? String == "10.2.0.9" && all[2]["reachable"] as? Bool == true)
         #expect(all[3]["target"] as? String == "10.1.0.9" && all[3]["reachable"] as? Bool == false)
+
+        // The namespace goes away: a last line per target says so, and reach exits with 2.
+        ns.delete()
+        #expect(watch.exitStatus() == 2, "a deleted namespace ends `reach watch` with status 2")
+        let last = objects(watch).suffix(2)
+        #expect(last.count == 2 && last.allSatisfy { ($0["reason"] as? String)?.hasPrefix("monitoring ended") == true
+            && $0["reachable"] as? Bool == false })
     }
 
     @Test func waitReturnsWhenReachableOrTimesOut() throws {
@@ -51,6 +58,13 @@ struct WatchAndWaitTests {
         try ns.ip("link", "set", "vb", "up")
         waiting.waitUntilExit()
         #expect(waiting.terminationStatus == 0)
+
+        // A namespace deleted during the wait ends it with status 2, not at the timeout.
+        try ns.ip("link", "set", "vb", "down")
+        let abandoned = try ReachProcess(["wait", "10.1.0.9", "--timeout", "60", "--netns", ns.name])
+        usleep(300_000)
+        ns.delete()
+        #expect(abandoned.exitStatus() == 2)
 
         #expect(try reach("wait", "--timeout", "-1", "--netns", ns.name).status == 2)
         #expect(try reach("wait", "not a host", "--netns", ns.name).status == 2)

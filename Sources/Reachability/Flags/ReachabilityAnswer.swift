@@ -153,6 +153,9 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
     case unresolved
     /// The kernel lookup failed for another reason.
     case lookupFailed(NetlinkError)
+    /// Nothing more can be known: the namespace's subscription ended (the namespace was
+    /// deleted, ``NetlinkError/namespaceDeleted``). This is a monitor's last answer.
+    case monitoringEnded(NetlinkError)
 
     /// Such as `no route`, `no carrier`.
     public var description: String {
@@ -169,6 +172,7 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
         case .noDefaultRoute: return "no default route"
         case .unresolved: return "name not resolved"
         case .lookupFailed(let error): return "lookup failed: \(error)"
+        case .monitoringEnded(let error): return "monitoring ended: \(error)"
         }
     }
 }

@@ -71,6 +71,8 @@ final class ReachabilityEngine: Sendable {
         /// The addresses the watched targets are judged by; nil when it must be built again
         /// (a watch started or ended, a host name resolved).
         var addressIndex: WatchedAddressIndex?
+        /// Why the subscription ended (its namespace was deleted), once it has.
+        var termination: NetlinkError?
 
         /// The index, built from the entries when it is out of date.
         mutating func currentAddressIndex() -> WatchedAddressIndex {
@@ -131,10 +133,28 @@ final class ReachabilityEngine: Sendable {
     /// thread (a few comparisons each), so that a route change that cannot matter to any target
     /// costs no wake-up of the evaluation queue.
     func start() {
-        let observation = subscription.observeOnSubscriptionThread { [weak self] event in
+        let observation = subscription.observeOnSubscriptionThread(onTermination: { [weak self] error in
+            self?.subscriptionEnded(error)
+        }) { [weak self] event in
             self?.received(event)
         }
         state.withLock { $0.observation = observation }
+    }
+
+    /// Why the subscription ended (its namespace was deleted), or nil while it runs.
+    var termination: NetlinkError? { state.withLock { $0.termination } }
+
+    /// The subscription ended: nothing more will be known of the namespace. One last round
+    /// tells every watcher `notReachable(.monitoringEnded(error))` and every path observer an
+    /// unsatisfied path, instead of leaving them with their last answer and no word.
+    private func subscriptionEnded(_ error: NetlinkError) {
+        let schedule = state.withLock { state -> Bool in
+            state.termination = error
+            state.everythingChanged = true
+            defer { state.evaluationScheduled = true }
+            return !state.evaluationScheduled
+        }
+        if schedule { queue.async { [self] in evaluateAll() } }
     }
 
     /// How many target evaluations ran (for tests of "one evaluation per target").
@@ -325,10 +345,12 @@ final class ReachabilityEngine: Sendable {
             return (targets, state.networkChangedForHosts, affected, sharedTable)
         }
         let snapshot = snapshot()
-        if reresolve {
+        if reresolve, snapshot.ended == nil {
             for target in targets { if case .host = target { resolve(target) } }
         }
-        let plan = prefetchLookups(for: affected, sharedTable: sharedTable)
+        // Once the subscription has ended, every answer is known without asking the kernel.
+        let plan = snapshot.ended == nil ? prefetchLookups(for: affected, sharedTable: sharedTable)
+            : LookupPlan(individual: affected.map(\.target))
         let batch = DeliveryBatch()
         if let shared = plan.shared { evaluateAndStoreShared(shared.answer, for: shared.members, in: snapshot, batch: batch) }
         for target in plan.individual { evaluateAndStore(target, in: snapshot, lookups: plan.results, batch: batch) }
@@ -528,12 +550,15 @@ final class ReachabilityEngine: Sendable {
     struct Snapshot: Sendable {
         var network: NetworkState
         var classifications: [Int32: LinkClassification]
+        /// Why the subscription ended, once it has: the state is then the last one known.
+        var ended: NetlinkError? = nil
     }
 
     /// The namespace's state and classifications now.
     func snapshot() -> Snapshot {
         let network = subscription.state
-        return Snapshot(network: network, classifications: classifier.classifications(of: network.links.values))
+        return Snapshot(network: network, classifications: classifier.classifications(of: network.links.values),
+                        ended: termination)
     }
 
     /// The answer for an address target judged against `snapshot` (the path monitor's name
@@ -545,6 +570,15 @@ final class ReachabilityEngine: Sendable {
     /// The pure part: the subscription's state, kernel lookups, classifications.
     private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?, in snapshot: Snapshot,
                           lookups: [IPAddress: RouteLookupResult]? = nil) -> ReachabilityAnswer {
+        if let ended = snapshot.ended {
+            var answer = ReachabilityAnswer.notReachable(.monitoringEnded(ended))
+            switch target {
+            case .address(let address), .addressPair(_, let address): answer.addresses = [address]
+            case .host: answer.addresses = addresses ?? []
+            case .internet: break
+            }
+            return answer
+        }
         let network = snapshot.network
         let classifications = snapshot.classifications
         func lookup(_ destination: IPAddress, from source: IPAddress? = nil) -> ReachabilityAnswer {

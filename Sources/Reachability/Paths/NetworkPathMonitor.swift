@@ -33,8 +33,10 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     private let state = Locked(State())
     private let gate = CallbackGate()
     private let engine: ReachabilityEngine?
-    /// Why the namespace cannot be watched, if it cannot (the path is then unsatisfied).
-    public let error: ReachabilityError?
+    private let startError: ReachabilityError?
+    /// Why the namespace cannot be watched (it could not be entered, or it was deleted while
+    /// watched), if so; the path is then unsatisfied.
+    public var error: ReachabilityError? { startError ?? engine?.termination.map(ReachabilityError.netlink) }
 
     /// A monitor of `namespace`, optionally restricted to or excluding link types.
     public init(namespace: NetworkNamespace = .current, requiredInterfaceType: InterfaceType? = nil,
@@ -44,10 +46,10 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         self.prohibitedInterfaceTypes = Set(prohibitedInterfaceTypes)
         do {
             engine = try ReachabilityEngine.shared(namespace: namespace)
-            error = nil
+            startError = nil
         } catch {
             engine = nil
-            self.error = .netlink(error)
+            startError = .netlink(error)
         }
     }
 
@@ -170,6 +172,8 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
 
     /// The path of one snapshot; its name server check sees the same links as the path.
     private func evaluate(in snapshot: ReachabilityEngine.Snapshot, engine: ReachabilityEngine) -> NetworkPath {
+        // A namespace no longer watched (it was deleted) carries no traffic that we know of.
+        guard snapshot.ended == nil else { return NetworkPath(status: .unsatisfied) }
         let nameServerReachable = NameServers.configured(for: namespace).contains { server in
             engine.answer(for: server, in: snapshot).isReachable
         }

@@ -1,0 +1,91 @@
+import Foundation
+import Netlink
+import NetnsTestSupport
+import Synchronization
+import Testing
+@testable import Reachability
+
+/// Faults under a running monitor: its namespace deleted, its link renamed, its link moved to
+/// another namespace and back. Each ends in a correct answer or a typed one, never in silence.
+@Suite("Faults", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct FaultTests {
+    /// A namespace whose link `va` carries 10.1.0.1/24 and a default route through 10.1.0.2.
+    private func routedNamespace(_ label: String) throws -> TestNamespace {
+        let ns = try TestNamespace(label)
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2"])
+        _ = eventually { (try? ns.ipJSON("link", "show", "dev", "va").first?["flags"] as? [String])?.contains("LOWER_UP") == true }
+        return ns
+    }
+
+    @Test func aDeletedNamespaceEndsEveryMonitorWithATypedLastAnswer() async throws {
+        let ns = try routedNamespace("gone")
+        defer { ns.delete() }
+        let namespace = try NetworkNamespace.named(ns.name)
+        let answers = Locked<[ReachabilityAnswer]>([])
+        let monitor = try Reachability(address: IPAddress("198.51.100.1")!, namespace: namespace)
+        monitor.onChange = { _, answer in answers.withLock { $0.append(answer) } }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        let paths = NetworkPathMonitor(namespace: namespace)
+        let lastPath = Locked<NetworkPath?>(nil)
+        paths.pathUpdateHandler = { path in lastPath.withLock { $0 = path } }
+        _ = paths.start(queue: DispatchQueue(label: "fault.paths"))
+        defer { paths.cancel() }
+        let updates = monitor.updates()
+        #expect(eventually { answers.withLock { $0.last?.isReachable == true } })
+        #expect(eventually { lastPath.withLock { $0?.status == .satisfied } })
+
+        ns.delete()
+        let ended = NetlinkError.namespaceDeleted
+        #expect(eventually { answers.withLock { $0.last?.reason } == .monitoringEnded(ended) },
+                "the monitor's last answer says monitoring ended: \(String(describing: answers.withLock { $0.last }))")
+        #expect(answers.withLock { $0.last?.isReachable } == false)
+        #expect(answers.withLock { $0.last?.addresses } == [IPAddress("198.51.100.1")!])
+        #expect(eventually { lastPath.withLock { $0?.status == .unsatisfied } }, "the path is unsatisfied")
+        #expect(paths.error == .netlink(ended))
+        var lastUpdate: ReachabilityAnswer?
+        for await answer in updates {
+            lastUpdate = answer
+            if answer.reason != nil { break }
+        }
+        #expect(lastUpdate?.reason == .monitoringEnded(ended), "the sequence is told too")
+        // A new monitor of the deleted namespace is refused with a typed error.
+        #expect(throws: ReachabilityError.self) { try Reachability(address: IPAddress("198.51.100.1")!, namespace: namespace) }
+    }
+
+    @Test func aRenamedLinkIsFollowed() throws {
+        let ns = try routedNamespace("rename")
+        defer { ns.delete() }
+        let answers = Locked<[ReachabilityAnswer]>([])
+        let monitor = try Reachability(address: IPAddress("198.51.100.1")!, namespace: .named(ns.name))
+        monitor.onChange = { _, answer in answers.withLock { $0.append(answer) } }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { answers.withLock { $0.last?.interface?.name } == "va" })
+        // A link must be down to be renamed: the answer goes, then comes back under the new name.
+        try ns.batch(["link set va down", "link set va name uplink0", "link set uplink0 up", "route add default via 10.1.0.2"])
+        #expect(eventually { answers.withLock { $0.last?.interface?.name } == "uplink0" && answers.withLock { $0.last?.isReachable } == true },
+                "the answer names the renamed link: \(String(describing: answers.withLock { $0.last }))")
+    }
+
+    @Test func aLinkMovedAwayAndBackIsFollowed() throws {
+        let ns = try routedNamespace("move")
+        defer { ns.delete() }
+        let elsewhere = try TestNamespace("elsewhere")
+        defer { elsewhere.delete() }
+        let answers = Locked<[ReachabilityAnswer]>([])
+        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        monitor.onChange = { _, answer in answers.withLock { $0.append(answer) } }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { answers.withLock { $0.last?.isReachable } == true })
+        try ns.ip("link", "set", "va", "netns", elsewhere.name)
+        #expect(eventually { answers.withLock { $0.last?.isReachable } == false }, "the link left: not reachable")
+        #expect(answers.withLock { $0.last?.reason } == .noRoute)
+        try elsewhere.ip("link", "set", "va", "netns", ns.name)
+        try ns.batch(["link set va up", "address add 10.1.0.1/24 dev va"])
+        #expect(eventually { answers.withLock { $0.last?.isReachable } == true && answers.withLock { $0.last?.interface?.name } == "va" },
+                "the link came back: reachable again")
+    }
+}
