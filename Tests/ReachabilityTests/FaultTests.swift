@@ -88,4 +88,51 @@ struct FaultTests {
         #expect(eventually { answers.withLock { $0.last?.isReachable } == true && answers.withLock { $0.last?.interface?.name } == "va" },
                 "the link came back: reachable again")
     }
+
+    @Test func aResolverThatFailsOrHangsIsReportedWithinItsTimeout() async throws {
+        let ns = try routedNamespace("resolver")
+        defer { ns.delete() }
+        let namespace = try NetworkNamespace.named(ns.name)
+        // Hangs: never answers (its sleep outlives the test; nothing waits for it).
+        let hanging = try Reachability(target: .host("hangs.example.test"), namespace: namespace,
+                                       resolver: FaultyResolver(.hang), resolutionTimeout: .milliseconds(300))
+        let failing = try Reachability(target: .host("fails.example.test"), namespace: namespace,
+                                       resolver: FaultyResolver(.fail))
+        let answers = Locked<[String: ReachabilityAnswer]>([:])
+        for (name, monitor) in [("hangs", hanging), ("fails", failing)] {
+            monitor.onChange = { _, answer in answers.withLock { $0[name] = answer } }
+            monitor.startListening()
+        }
+        defer { hanging.stopListening(); failing.stopListening() }
+        #expect(eventually { answers.withLock { $0["hangs"]?.reason } ==
+                .resolutionFailed(.resolutionFailed(host: "hangs.example.test", message: "no answer within 0.3 s")) },
+                "a hanging resolver is reported: \(String(describing: answers.withLock { $0["hangs"] }))")
+        #expect(eventually { answers.withLock { $0["fails"]?.reason } ==
+                .resolutionFailed(.resolutionFailed(host: "fails.example.test", message: "SERVFAIL")) },
+                "a failing resolver's error is the answer's reason")
+        #expect(answers.withLock { $0.values.allSatisfy { !$0.isReachable } })
+
+        // The one-shot probe (reach check) gives up the same way, with a typed error.
+        let probe = try ReachabilityProbe(namespace: namespace, resolver: FaultyResolver(.hang), resolutionTimeout: .milliseconds(200))
+        await #expect(throws: ReachabilityError.resolutionFailed(host: "hangs.example.test", message: "no answer within 0.2 s")) {
+            _ = try await probe.answer(for: .host("hangs.example.test"))
+        }
+    }
+}
+
+/// A resolver that fails with SERVFAIL or never answers.
+private struct FaultyResolver: HostResolver {
+    enum Behaviour { case fail, hang }
+    let behaviour: Behaviour
+    init(_ behaviour: Behaviour) { self.behaviour = behaviour }
+
+    func resolve(_ host: String) async throws -> [IPAddress] {
+        switch behaviour {
+        case .fail:
+            throw ReachabilityError.resolutionFailed(host: host, message: "SERVFAIL")
+        case .hang:
+            try? await Task.sleep(for: .seconds(3600))
+            return []
+        }
+    }
 }

@@ -149,8 +149,10 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
     case linkMissing
     /// No default route goes through a usable link (for "the internet").
     case noDefaultRoute
-    /// The host name resolved to no address, or resolution failed.
+    /// The host name resolved to no address.
     case unresolved
+    /// Resolving the host name failed, or gave no answer in time (see ``BoundedResolution``).
+    case resolutionFailed(ReachabilityError)
     /// The kernel lookup failed for another reason.
     case lookupFailed(NetlinkError)
     /// Nothing more can be known: the namespace's subscription ended (the namespace was
@@ -171,6 +173,7 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
         case .linkMissing: return "link missing"
         case .noDefaultRoute: return "no default route"
         case .unresolved: return "name not resolved"
+        case .resolutionFailed(let error): return error.description
         case .lookupFailed(let error): return "lookup failed: \(error)"
         case .monitoringEnded(let error): return "monitoring ended: \(error)"
         }

@@ -73,14 +73,18 @@ public final class Reachability: Sendable, CustomStringConvertible {
     ///   - resolver: Resolves host names. By default the process-wide engine of the namespace
     ///     resolves with ``SystemHostResolver``; with a resolver of its own the monitor gets an
     ///     engine of its own (still on the namespace's one kernel subscription).
+    ///   - resolutionTimeout: How long `resolver` may take before the answer says the name could
+    ///     not be resolved (``UnreachableReason/resolutionFailed(_:)``); used with `resolver` only,
+    ///     the shared engine waits ``BoundedResolution/defaultTimeout``.
     /// - Throws: ``ReachabilityError/netlink(_:)`` when the namespace cannot be watched.
     public convenience init(target: ReachabilityTarget, namespace: NetworkNamespace = .current,
-                            queue: DispatchQueue? = nil, resolver: (any HostResolver)? = nil) throws(ReachabilityError) {
+                            queue: DispatchQueue? = nil, resolver: (any HostResolver)? = nil,
+                            resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(ReachabilityError) {
         let engine: ReachabilityEngine
         do {
             if let resolver {
                 engine = try ReachabilityEngine(namespace: namespace, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
-                                                resolver: resolver)
+                                                resolver: resolver, resolutionTimeout: resolutionTimeout)
                 engine.start()
             } else {
                 engine = try ReachabilityEngine.shared(namespace: namespace)

@@ -28,6 +28,8 @@ final class ReachabilityEngine: Sendable {
     private final class Entry {
         var answer: ReachabilityAnswer?
         var addresses: [IPAddress]?
+        /// Why the last resolution gave no addresses, when it failed or timed out.
+        var resolutionFailure: ReachabilityError?
         /// Resolutions started, and the newest one whose result was applied.
         var resolutionGeneration = 0
         var appliedResolution = 0
@@ -63,7 +65,7 @@ final class ReachabilityEngine: Sendable {
         var sharedLookups = 0
         /// The latest addresses of every host name resolved here, watched or only queried, and
         /// whether the network changed since (then the next query resolves again).
-        var resolvedHosts: [String: (addresses: [IPAddress], stale: Bool)] = [:]
+        var resolvedHosts: [String: (addresses: [IPAddress], stale: Bool, failure: ReachabilityError?)] = [:]
         /// Host names being resolved for a query (not for a watch).
         var queriedHosts: Set<String> = []
         /// Called after every evaluation round with its snapshot (path monitors).
@@ -96,6 +98,8 @@ final class ReachabilityEngine: Sendable {
     private let connection: NetlinkConnection
     let classifier: LinkClassificationCache
     private let resolver: any HostResolver
+    /// How long a resolution may take (see ``BoundedResolution``).
+    private let resolutionTimeout: Duration
     private let state = Locked(State())
 
     private static let registry = Locked<[NetworkNamespace.Identity: ReachabilityEngine]>([:])
@@ -120,13 +124,14 @@ final class ReachabilityEngine: Sendable {
     }
 
     init(namespace: NetworkNamespace, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy,
-         resolver: any HostResolver) throws(NetlinkError) {
+         resolver: any HostResolver, resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(NetlinkError) {
         self.namespace = namespace
         queue = DispatchQueue(label: "Reachability.engine \(namespace)")
         subscription = try NetlinkSubscription.shared(namespace: namespace)
         connection = try NetlinkConnection(namespace: namespace)
         classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
         self.resolver = resolver
+        self.resolutionTimeout = resolutionTimeout
     }
 
     /// Starts following the subscription. Its events are sorted on the subscription's own
@@ -235,27 +240,29 @@ final class ReachabilityEngine: Sendable {
     func currentAnswer(for target: ReachabilityTarget) -> ReachabilityAnswer {
         if let kept = state.withLock({ $0.entries[target]?.answer }) { return kept }
         var addresses: [IPAddress]?
+        var failure: ReachabilityError?
         if case .host(let name) = target {
-            let (known, start) = state.withLock { state -> ([IPAddress]?, Bool) in
+            let (cached, start) = state.withLock { state in
                 let cached = state.resolvedHosts[name]
-                guard cached == nil || cached!.stale, !state.queriedHosts.contains(name) else { return (cached?.addresses, false) }
+                guard cached == nil || cached!.stale, !state.queriedHosts.contains(name) else { return (cached, false) }
                 state.queriedHosts.insert(name)
-                return (cached?.addresses, true)
+                return (cached, true)
             }
-            addresses = known
+            addresses = cached?.addresses
+            failure = cached?.failure
             if start { resolveForQuery(name) }
         }
-        return evaluate(target, addresses: addresses, in: snapshot())
+        return evaluate(target, addresses: addresses, resolutionFailure: failure, in: snapshot())
     }
 
     /// Resolves a queried (unwatched) host name into ``State/resolvedHosts``.
     private func resolveForQuery(_ name: String) {
-        let resolver = self.resolver
+        let (resolver, timeout) = (self.resolver, resolutionTimeout)
         Task(executorPreference: ResolutionExecutor.shared) { [weak self] in
-            let addresses = try? await resolver.resolve(name)
+            let result = await BoundedResolution.resolve(name, with: resolver, timeout: timeout)
             self?.state.withLock { state in
                 state.queriedHosts.remove(name)
-                if let addresses { state.resolvedHosts[name] = (addresses, false) }
+                state.resolvedHosts[name] = ((try? result.get()) ?? [], false, result.failure)
             }
         }
     }
@@ -491,16 +498,19 @@ final class ReachabilityEngine: Sendable {
                                   lookups: [IPAddress: RouteLookupResult]? = nil,
                                   batch: DeliveryBatch? = nil) -> ReachabilityAnswer {
         var addresses: [IPAddress]?
+        var failure: ReachabilityError?
         if case .host(let name) = target {
             let neverResolved: Bool
-            (addresses, neverResolved) = state.withLock { state in
+            (addresses, failure, neverResolved) = state.withLock { state in
                 let entry = state.entries[target]
-                return (entry?.addresses ?? state.resolvedHosts[name]?.addresses,
+                let cached = state.resolvedHosts[name]
+                return (entry?.addresses ?? cached?.addresses,
+                        entry?.addresses != nil ? entry?.resolutionFailure : cached?.failure,
                         entry?.addresses == nil && (entry?.resolutionGeneration ?? 1) == 0)
             }
             if neverResolved { resolve(target) }
         }
-        let answer = evaluate(target, addresses: addresses, in: snapshot, lookups: lookups)
+        let answer = evaluate(target, addresses: addresses, resolutionFailure: failure, in: snapshot, lookups: lookups)
         let watchers = state.withLock { state -> [Watcher] in
             state.evaluations += 1
             guard let entry = state.entries[target] else { return [] }
@@ -526,9 +536,10 @@ final class ReachabilityEngine: Sendable {
             return state.entries[target]!.resolutionGeneration
         }
         guard let generation else { return }
-        let resolver = self.resolver
+        let (resolver, timeout) = (self.resolver, resolutionTimeout)
         Task(executorPreference: ResolutionExecutor.shared) { [weak self] in
-            let addresses = (try? await resolver.resolve(name)) ?? []
+            let result = await BoundedResolution.resolve(name, with: resolver, timeout: timeout)
+            let addresses = (try? result.get()) ?? []
             guard let self else { return }
             self.queue.async {
                 // A newer result than the last applied one wins, so answers land under churn too.
@@ -536,8 +547,9 @@ final class ReachabilityEngine: Sendable {
                     guard let applied = state.entries[target]?.appliedResolution, generation > applied else { return false }
                     state.entries[target]!.appliedResolution = generation
                     state.entries[target]!.addresses = addresses
+                    state.entries[target]!.resolutionFailure = result.failure
                     state.addressIndex = nil
-                    state.resolvedHosts[name] = (addresses, false)
+                    state.resolvedHosts[name] = (addresses, false, result.failure)
                     return true
                 }
                 if current { self.evaluateAndStore(target, in: self.snapshot()) }
@@ -568,7 +580,8 @@ final class ReachabilityEngine: Sendable {
     }
 
     /// The pure part: the subscription's state, kernel lookups, classifications.
-    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?, in snapshot: Snapshot,
+    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?, resolutionFailure: ReachabilityError? = nil,
+                          in snapshot: Snapshot,
                           lookups: [IPAddress: RouteLookupResult]? = nil) -> ReachabilityAnswer {
         if let ended = snapshot.ended {
             var answer = ReachabilityAnswer.notReachable(.monitoringEnded(ended))
@@ -613,7 +626,7 @@ final class ReachabilityEngine: Sendable {
                 answer.route = nil
                 return answer
             }
-            guard !addresses.isEmpty else { return .notReachable(.unresolved) }
+            guard !addresses.isEmpty else { return .notReachable(resolutionFailure.map { .resolutionFailed($0) } ?? .unresolved) }
             var answer = ReachabilityEvaluator.best(of: addresses.map { lookup($0) }) ?? .notReachable(.unresolved)
             answer.addresses = addresses
             return answer

@@ -12,6 +12,7 @@ public final class ReachabilityProbe: Sendable {
     private let connection: NetlinkConnection
     private let classifier: LinkClassificationCache
     private let resolver: any HostResolver
+    private let resolutionTimeout: Duration
 
     /// A probe of `namespace`.
     /// - Parameters:
@@ -19,13 +20,16 @@ public final class ReachabilityProbe: Sendable {
     ///   - sysfs: Where link facts come from (default: the namespace's own sysfs).
     ///   - policy: Which links are constrained.
     ///   - resolver: Resolves host names (default: ``SystemHostResolver`` in `namespace`).
+    ///   - resolutionTimeout: How long a resolution may take before it fails with
+    ///     ``ReachabilityError/resolutionFailed(host:message:)``.
     /// - Throws: The namespace errors of `NetlinkConnection(namespace:)`.
     public init(namespace: NetworkNamespace = .current, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy = .none,
-                resolver: (any HostResolver)? = nil) throws(NetlinkError) {
+                resolver: (any HostResolver)? = nil, resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(NetlinkError) {
         self.namespace = namespace
         connection = try NetlinkConnection(namespace: namespace)
         classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
         self.resolver = resolver ?? SystemHostResolver(namespace: namespace)
+        self.resolutionTimeout = resolutionTimeout
     }
 
     /// The answer for `target` and the addresses that were considered (the resolved ones for a
@@ -43,14 +47,7 @@ public final class ReachabilityProbe: Sendable {
         case .addressPair(let local, let remote):
             return (try answer(to: [remote], from: local), [remote])
         case .host(let name):
-            let addresses: [IPAddress]
-            do {
-                addresses = try await resolver.resolve(name)
-            } catch let error as ReachabilityError {
-                throw error
-            } catch {
-                throw .resolutionFailed(host: name, message: "\(error)")
-            }
+            let addresses = try await BoundedResolution.resolve(name, with: resolver, timeout: resolutionTimeout).get()
             guard !addresses.isEmpty else { return (.notReachable(.unresolved), []) }
             return (try answer(to: addresses, from: nil), addresses)
         }
