@@ -60,6 +60,8 @@ struct SubscriptionThreadObserverTests {
         #expect(probe.waitFor { $0.linkChange?.value.mtu == 1300 })
         #expect(outside.withLock { $0 } == count)
         #expect(inside.withLock { $0 } == 1)
+        // The handler holds `holder`, which holds the observation: break the cycle.
+        holder.withLock { $0 = nil }
     }
 
     @Test func aDeletedNamespaceEndsItAndALateObserverIsToldAtOnce() throws {

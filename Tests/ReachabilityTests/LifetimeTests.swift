@@ -66,6 +66,7 @@ struct LifetimeTests {
         let queue = DispatchQueue(label: "lifetimes")
         var records: [MonitorRecord] = []
         var weakMonitors: [WeakReachability] = []
+        var kept: [Reachability] = []
         for cycle in 0..<monitorCycles {
             if cycle % 100 == 0 {
                 // Pace the churn to the flips, so that creation, release and delivery overlap
@@ -78,23 +79,25 @@ struct LifetimeTests {
             monitor.postsNotifications = false
             monitor.onChange = { _, _ in record.called() }
             monitor.startListening()
+            weakMonitors.append(WeakReachability(monitor))
             if cycle % 3 == 0 {
-                // Keep a third alive for a while, so deliveries and releases overlap.
-                weakMonitors.append(WeakReachability(monitor))
-                queue.asyncAfter(deadline: .now() + .milliseconds(5)) { withExtendedLifetime(monitor) {} }
+                // A third live through the churn and are released at its end, while the link
+                // still flaps.
+                kept.append(monitor)
             } else if cycle % 3 == 1 {
                 monitor.stopListening()
                 record.stopped.store(true, ordering: .releasing)
             }
             // The rest are released here, with their watch still on.
         }
+        #expect(eventually { records.contains { $0.callbacks.load(ordering: .relaxed) > 1 } }, "kept monitors were told of changes")
+        kept.removeAll()
         flapper.stop()
         #expect(flapper.flips.load(ordering: .relaxed) > 0, "events flowed during the churn")
         #expect(eventually { engine.watcherCount == 0 }, "every watch was removed: \(engine.watcherCount) left")
         #expect(eventually { weakMonitors.allSatisfy { $0.value == nil } }, "every monitor was freed")
         let late = records.reduce(0) { $0 + $1.lateCallbacks.load(ordering: .relaxed) }
         #expect(late == 0, "\(late) callbacks came after stopListening() returned")
-        #expect(records.contains { $0.callbacks.load(ordering: .relaxed) > 0 }, "monitors were told")
     }
 
     @Test func aMonitorReleasedFromInsideItsOwnCallbackStops() throws {
