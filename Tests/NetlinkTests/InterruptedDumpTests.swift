@@ -1,0 +1,136 @@
+import Foundation
+import Glibc
+import Netlink
+import NetnsTestSupport
+import Synchronization
+import Testing
+
+/// Dumps interrupted by changes (`NLM_F_DUMP_INTR`). The kernel marks a link or address dump
+/// whose parts straddle a change of the namespace's links; a reader that ignores the mark can
+/// miss or repeat links. (Route dumps are not marked: IPv6 restarts its walk by itself, IPv4
+/// reads its trie under RCU.) With links coming and going all the time, the test first shows
+/// that plain dumps do get marked, then that every snapshot the library takes meanwhile, and
+/// the state of a subscription that keeps re-reading, hold every link that never changed.
+@Suite("Interrupted dumps", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct InterruptedDumpTests {
+    /// Stable links: enough for a link dump to take many datagrams.
+    private static let stablePairs = 150
+
+    @Test func snapshotsTakenDuringLinkChurnHoldEveryStableLink() throws {
+        let ns = try TestNamespace("dumpintr")
+        defer { ns.delete() }
+        try ns.batch((0..<Self.stablePairs).flatMap { i in
+            ["link add s\(i) type veth peer name s\(i)p", "address add 10.9.\(i / 250).\(i % 250 + 1)/32 dev s\(i)"]
+        })
+        let namespace = try NetworkNamespace.named(ns.name)
+        let stable = Set((0..<Self.stablePairs).flatMap { ["s\($0)", "s\($0)p"] } + ["lo"])
+        let stableAddresses = Set((0..<Self.stablePairs).map { "10.9.\($0 / 250).\($0 % 250 + 1)" })
+
+        // Links come and go until the churn is stopped.
+        let churn = LinkChurn(ns)
+        defer { churn.stop() }
+
+        // Plain dumps, read as the kernel sends them, get marked.
+        var marked = 0
+        for _ in 0..<40 where marked == 0 {
+            marked += try namespace.perform { () throws(NetlinkError) in try interruptedLinkDumpCount() }
+            usleep(2_000)
+        }
+        #expect(marked > 0, "the churn interrupts link dumps (NLM_F_DUMP_INTR)")
+
+        // The library's snapshots, meanwhile, are whole: libnl starts an interrupted dump again.
+        let connection = try NetlinkConnection(namespace: namespace)
+        for _ in 0..<30 {
+            let state = try connection.snapshot()
+            let names = Set(state.links.values.map(\.name))
+            #expect(stable.isSubset(of: names), "missing stable links: \(stable.subtracting(names).sorted().prefix(5))")
+            #expect(state.links.count == names.count, "a link listed twice")
+            let addresses = Set(state.addresses.values.map(\.address.description))
+            #expect(stableAddresses.isSubset(of: addresses), "missing addresses: \(stableAddresses.subtracting(addresses).count)")
+        }
+
+        // A subscription on the smallest buffer re-reads the state again and again meanwhile.
+        // Its thread is held a moment at each of the first link changes, so that the buffer
+        // overflows and the state is re-read while links come and go.
+        let subscription = try NetlinkSubscription(namespace: namespace, options: SubscriptionOptions(receiveBufferSize: 1))
+        let holds = Atomic<Int>(0)
+        let staller = subscription.observeOnSubscriptionThread { event in
+            guard case .link = event, holds.add(1, ordering: .relaxed).newValue <= 3 else { return }
+            usleep(200_000)
+        }
+        defer { staller.cancel() }
+        #expect(eventually { subscription.resynchronizationCount >= 3 }, "the churn overflows the subscription")
+        churn.stop()
+        let kernel = try NetlinkConnection(namespace: namespace)
+        #expect(eventually {
+            let truth = try? kernel.snapshot()
+            return truth.map { Set($0.links.keys) == Set(subscription.state.links.keys) && $0.links == subscription.state.links } ?? false
+        }, "after the churn the subscription's links are the kernel's")
+        #expect(subscription.termination == nil)
+    }
+}
+
+/// Creates and deletes links in a namespace, 20 at a time, until stopped.
+private final class LinkChurn: Sendable {
+    private let running = Atomic<Bool>(true)
+    private let stopped = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ ns: TestNamespace) {
+        Thread.detachNewThread { [self] in
+            while running.load(ordering: .acquiring) {
+                try? ns.batch((0..<20).flatMap { ["link add c\($0) type veth peer name c\($0)p", "link del c\($0)"] })
+            }
+            done.signal()
+        }
+    }
+
+    /// Stops the churn and waits for its last batch; safe to call twice.
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        running.store(false, ordering: .releasing)
+        done.wait()
+    }
+}
+
+/// Dumps the links of the calling thread's namespace on a bare socket and returns how many
+/// datagrams of the answer carried `NLM_F_DUMP_INTR`.
+private func interruptedLinkDumpCount() throws(NetlinkError) -> Int {
+    // linux/netlink.h and linux/rtnetlink.h, which Swift's Glibc module does not carry.
+    let (netlinkRoute, getLink, request, dump, dumpInterrupted, done, error): (Int32, UInt16, UInt16, UInt16, UInt16, UInt16, UInt16) =
+        (0, 18, 0x1, 0x300, 0x10, 3, 2)
+    let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkRoute)
+    guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "socket") }
+    defer { close(fd) }
+    // struct nlmsghdr followed by struct ifinfomsg (16 bytes), family AF_UNSPEC.
+    var message = [UInt8](repeating: 0, count: 32)
+    message.withUnsafeMutableBytes { bytes in
+        bytes.storeBytes(of: UInt32(32), toByteOffset: 0, as: UInt32.self)
+        bytes.storeBytes(of: getLink, toByteOffset: 4, as: UInt16.self)
+        bytes.storeBytes(of: request | dump, toByteOffset: 6, as: UInt16.self)
+        bytes.storeBytes(of: UInt32(1), toByteOffset: 8, as: UInt32.self)
+    }
+    guard send(fd, message, message.count, 0) == message.count else {
+        throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "send")
+    }
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    var interrupted = 0
+    while true {
+        let received = recv(fd, &buffer, buffer.count, 0)
+        guard received > 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "recv") }
+        var offset = 0
+        var finished = false
+        var markedHere = false
+        while offset + 16 <= received {
+            let length = Int(buffer.withUnsafeBytes { $0.load(fromByteOffset: offset, as: UInt32.self) })
+            let type = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 4, as: UInt16.self) }
+            let flags = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 6, as: UInt16.self) }
+            if flags & dumpInterrupted != 0 { markedHere = true }
+            if type == done || type == error { finished = true }
+            guard length >= 16 else { break }
+            offset += (length + 3) & ~3
+        }
+        if markedHere { interrupted += 1 }
+        if finished { return interrupted }
+    }
+}
