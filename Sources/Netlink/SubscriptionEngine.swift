@@ -162,7 +162,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             return engine.routeMessage(nlmsg_hdr(message)!)
         }, me), "install route handler")
         // Notifications are single datagrams: one read of up to 64 KiB each, no MSG_PEEK round trip.
-        try nlCheck(nl_socket_set_msg_buf_size(socket, 64 * 1024), "set message buffer")
+        try nlCheck(nl_socket_set_msg_buf_size(socket, options.messageBufferSize), "set message buffer")
         var created: OpaquePointer?
         try nlCheck(nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &created), "create cache manager")
         manager = created

@@ -11,6 +11,11 @@ public struct SubscriptionOptions: Sendable, Hashable {
     /// The default: 4 MiB, which holds about 20 000 notifications.
     public static let defaultReceiveBufferSize = 4 << 20
 
+    /// The largest notification datagram read in one piece (64 KiB, the most the kernel sends).
+    /// Tests make it small, so that libnl fails in the middle of the stream (`NLE_MSG_TRUNC`)
+    /// and the recovery from an error can be seen.
+    package var messageBufferSize = 64 * 1024
+
     /// Creates options.
     public init(receiveBufferSize: Int = SubscriptionOptions.defaultReceiveBufferSize) {
         self.receiveBufferSize = receiveBufferSize
