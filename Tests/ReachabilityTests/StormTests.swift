@@ -15,8 +15,12 @@ struct StormSize: CustomStringConvertible {
     /// Links created and deleted.
     var linkCycles: Int
 
+    /// `REACH_STORM`: unset for CI's size, `full`, or `ROUTES,FLAPS,LINKS` to try one part.
     static var current: StormSize {
-        ProcessInfo.processInfo.environment["REACH_STORM"] == "full"
+        let setting = ProcessInfo.processInfo.environment["REACH_STORM"] ?? ""
+        let parts = setting.split(separator: ",").compactMap { Int($0) }
+        if parts.count == 3 { return StormSize(routeChanges: parts[0], addressFlaps: parts[1], linkCycles: parts[2]) }
+        return setting == "full"
             ? StormSize(routeChanges: 100_000, addressFlaps: 10_000, linkCycles: 1_000)
             : StormSize(routeChanges: 20_000, addressFlaps: 2_000, linkCycles: 200)
     }
