@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // libnl-3 and libnl-route-3, seen through one module map and one shim header.
@@ -39,6 +40,15 @@ let package = Package(
         // every target on purpose: SwiftPM would follow the loops while scanning sources.
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "NetnsTestSupport"]),
         .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
+        // Property-based tests of every parser that takes outside data.
+        .testTarget(
+            name: "BadInputTests",
+            dependencies: [
+                "Netlink", "Reachability", "NetnsTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            path: "Tests/BadInputTests"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

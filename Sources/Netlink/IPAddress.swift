@@ -30,7 +30,8 @@ public struct IPv4Address: Sendable, Hashable, Comparable, CustomStringConvertib
     /// Parses a dotted-quad literal such as `192.0.2.1`; returns nil for anything else.
     public init?(_ text: String) {
         var storage = in_addr()
-        guard text.utf8.count <= 15, inet_pton(AF_INET, text, &storage) == 1 else { return nil }
+        // NUL is refused first: C would see only the text before it ("1.2.3.4\0junk").
+        guard text.utf8.count <= 15, !text.utf8.contains(0), inet_pton(AF_INET, text, &storage) == 1 else { return nil }
         rawValue = UInt32(bigEndian: storage.s_addr)
     }
 
@@ -92,7 +93,7 @@ public struct IPv6Address: Sendable, Hashable, Comparable, CustomStringConvertib
     /// Parses an IPv6 literal such as `2001:db8::1` (no zone, no brackets); nil for anything else.
     public init?(_ text: String) {
         var storage = in6_addr()
-        guard text.utf8.count <= 45, inet_pton(AF_INET6, text, &storage) == 1 else { return nil }
+        guard text.utf8.count <= 45, !text.utf8.contains(0), inet_pton(AF_INET6, text, &storage) == 1 else { return nil }
         let bytes = withUnsafeBytes(of: &storage) { Array($0) }
         self.init(octets: bytes)
     }
@@ -224,7 +225,9 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         if parts.count == 1 {
             self.init(address: address, prefixLength: address.family.bitWidth)
         } else {
-            guard parts[1].count <= 3, let length = UInt8(parts[1]) else { return nil }
+            // One to three ASCII digits: `UInt8(_:)` alone would take "+8" and "-0".
+            guard (1...3).contains(parts[1].utf8.count), parts[1].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let length = UInt8(parts[1]) else { return nil }
             self.init(address: address, prefixLength: length)
         }
     }

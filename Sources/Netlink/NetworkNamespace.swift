@@ -133,9 +133,17 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// `text` in quotes for a one-line message: at most 80 Unicode scalars (a single character can
+/// hold thousands), control characters and line separators written as `\u{...}`.
 func quoted(_ text: String) -> String {
-    let shown = text.utf8.count > 80 ? String(text.prefix(80)) + "…" : text
-    return "\"" + shown.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined() + "\""
+    let scalars = text.unicodeScalars
+    let shown = scalars.prefix(80).map { scalar in
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: return "\\u{\(String(scalar.value, radix: 16))}"
+        default: return String(scalar)
+        }
+    }.joined()
+    return "\"" + shown + (scalars.count > 80 ? "…" : "") + "\""
 }
 
 /// A value handed from one thread to another while the first waits for the second.

@@ -9,9 +9,16 @@ enum Output {
         writeAll(STDOUT_FILENO, &line)
     }
 
-    /// One line on standard error, prefixed with the tool's name.
+    /// One line on standard error, prefixed with the tool's name. Control characters and line
+    /// separators become `?`: argument-parser's messages quote the arguments as they came.
     static func error(_ text: String) {
-        var line = "reach: \(text)\n"
+        let shown = text.unicodeScalars.map { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator: return "?"
+            default: return String(scalar)
+            }
+        }.joined()
+        var line = "reach: \(shown)\n"
         writeAll(STDERR_FILENO, &line)
     }
 

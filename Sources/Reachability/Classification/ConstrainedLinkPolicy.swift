@@ -66,7 +66,7 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
     ///   - text: The rules.
     ///   - source: Names the origin of `text` in errors.
     /// - Throws: ``ParseError`` for an unknown type or kind, or a pattern that is empty after
-    ///   its prefix, or longer than 255 bytes.
+    ///   its prefix, longer than 255 bytes or holding NUL.
     public init(parsing text: String, source: String = "rules") throws(ParseError) {
         var rules: [Rule] = []
         for line in text.split(whereSeparator: \.isNewline) {
@@ -125,6 +125,8 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
             return .kind(kind)
         }
         guard entry.utf8.count <= 255 else { throw failure("a name pattern longer than 255 bytes") }
+        // fnmatch(3) would see only the part before a NUL (a rules file may hold one).
+        guard !entry.utf8.contains(0) else { throw failure("a NUL byte in a name pattern") }
         return .name(entry)
     }
 }

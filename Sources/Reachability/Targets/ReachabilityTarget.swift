@@ -61,8 +61,15 @@ public enum ReachabilityError: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .invalidTarget(let text):
-            let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
-            return "not an IP address or host name: \"\(shown.unicodeScalars.map { $0.value < 0x20 ? "?" : String($0) }.joined())\""
+            // At most 80 Unicode scalars (one character can hold thousands); control characters
+            // (C0, DEL, C1) and line separators shown as `?`, so that this stays one line.
+            let shown = text.unicodeScalars.prefix(80).map { scalar in
+                switch scalar.properties.generalCategory {
+                case .control, .lineSeparator, .paragraphSeparator: return "?"
+                default: return String(scalar)
+                }
+            }.joined() + (text.unicodeScalars.count > 80 ? "…" : "")
+            return "not an IP address or host name: \"\(shown)\""
         case .resolutionFailed(let host, let message): return "cannot resolve \(host): \(message)"
         case .netlink(let error): return error.description
         }

@@ -1,0 +1,124 @@
+import Netlink
+import PropertyBased
+import Reachability
+import Testing
+
+/// `ReachabilityTarget(parsing:)`, the parser of command-line and configuration targets.
+///
+/// Property: for any string the parser never crashes and either returns a target or throws
+/// `ReachabilityError.invalidTarget` carrying the text; it returns `.address` exactly for what
+/// `IPAddress(_:)` accepts, `.host` exactly for RFC 1123 host names (checked by an independent
+/// oracle: dot-separated labels of 1 to 63 letters, digits, `-` not at either end and `_`, at
+/// most 253 bytes, one trailing dot allowed, which is dropped), and throws for everything else:
+/// empty text, spaces, control characters, non-ASCII, over-long names and labels. The error's
+/// description is one line without control characters. Only the parser runs: nothing here
+/// resolves a name.
+@Suite("Bad input: reachability targets")
+struct TargetParsingTests {
+    /// The oracle for host names, written from RFC 1123 and the parser's documentation.
+    static func isHostName(_ text: String) -> Bool {
+        var bytes = Array(text.utf8)
+        if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
+        guard !bytes.isEmpty, bytes.count <= 253 else { return false }
+        return bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { label in
+            (1...63).contains(label.count) && label.first != UInt8(ascii: "-") && label.last != UInt8(ascii: "-")
+                && label.allSatisfy { byte in
+                    switch byte {
+                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                         UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"): return true
+                    default: return false
+                    }
+                }
+        }
+    }
+
+
+    /// Parses `text` and checks the outcome against the oracles.
+    static func check(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let shown = text.count > 60 ? "\(text.prefix(60).debugDescription)… (\(text.utf8.count) bytes)" : text.debugDescription
+        do {
+            let target = try ReachabilityTarget(parsing: text)
+            if let address = IPAddress(text) {
+                #expect(target == .address(address), "\(shown)", sourceLocation: sourceLocation)
+            } else {
+                #expect(isHostName(text), "\(shown) was accepted as \(target)", sourceLocation: sourceLocation)
+                let name = text.hasSuffix(".") ? String(text.dropLast()) : text
+                #expect(target == .host(name), "\(shown)", sourceLocation: sourceLocation)
+            }
+        } catch {
+            // `error` is a ReachabilityError: the initializer's typed throws say so.
+            #expect(error == .invalidTarget(text), "\(shown) threw \(error)", sourceLocation: sourceLocation)
+            #expect(IPAddress(text) == nil && !isHostName(text), "\(shown) was refused", sourceLocation: sourceLocation)
+            #expect(isOneClearLine(error.description), "\(shown): \(error.description.debugDescription)",
+                    sourceLocation: sourceLocation)
+            #expect(error.description.utf8.count < 400, "\(shown): description of \(error.description.utf8.count) bytes",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Host names, addresses and near misses; some verdicts are asserted outright, so that a
+    /// wrong oracle cannot pass silently.
+    static let corpus: [String] = [
+        "", ".", "..", "a", "a.", "a..", ".a", "a..b", "-a", "a-", "a-b", "_a", "a_b", "1", "1.2.3", "1.2.3.4",
+        "1.2.3.4.", "256.1.1.1", "::1", "[::1]", "[::1", "fe80::1%eth0", "example.com", "EXAMPLE.COM.",
+        "exa mple.com", " example.com", "example.com ", "exa\tmple", "exa\u{0}mple", "example.com\u{0}",
+        "exa\u{7f}mple", "exa\nmple", "exa\r\nmple", "bücher.example", "xn--bcher-kva.example", "例え.jp",
+        "e\u{301}xample", "a\u{2028}b", "a\u{85}b", "a\u{1b}[31mred", "a/b", "a:b", "a@b", "a%b", "*.example",
+        String(repeating: "a", count: 63), String(repeating: "a", count: 64), String(repeating: "a", count: 63) + ".",
+        Array(repeating: String(repeating: "a", count: 63), count: 4).joined(separator: "."),   // 255 bytes
+        Array(repeating: String(repeating: "a", count: 62), count: 4).joined(separator: "."),   // 251 bytes
+        String(repeating: "a.", count: 126) + "a", String(repeating: "a.", count: 127),       // 253 bytes, 254
+        String(repeating: "a.", count: 127) + "a", String(repeating: "x", count: 10_000),
+        "a" + String(repeating: "\u{301}", count: 5_000), String(repeating: "\u{0}", count: 100),
+    ]
+
+    @Test func corpusAgreesWithTheOracles() throws {
+        for text in Self.corpus { Self.check(text) }
+        #expect(Self.isHostName("example.com.") && Self.isHostName(String(repeating: "a.", count: 126) + "a"))
+        #expect(!Self.isHostName(String(repeating: "a", count: 64)) && !Self.isHostName("exa mple"))
+        #expect(!Self.isHostName(String(repeating: "a.", count: 127) + "a") && !Self.isHostName("bücher.example"))
+        #expect(throws: ReachabilityError.invalidTarget("")) { try ReachabilityTarget(parsing: "") }
+        #expect(try ReachabilityTarget(parsing: "EXAMPLE.COM.") == .host("EXAMPLE.COM"))
+    }
+
+    @Test func randomASCIIIsParsedOrRefused() async {
+        await propertyCheck(count: 300, input: Strings.ascii) { Self.check($0) }
+    }
+
+    @Test func randomUnicodeIsParsedOrRefused() async {
+        await propertyCheck(count: 200, input: Strings.unicode) { Self.check($0) }
+    }
+
+    @Test func hostNameAlphabetIsParsedOrRefused() async {
+        await propertyCheck(count: 300, input: Strings.from("ab09-_.", length: 0...20)) { Self.check($0) }
+        await propertyCheck(count: 200, input: Strings.from("ab09.:", length: 0...20)) { Self.check($0) }
+    }
+
+    /// Names near the length limits: labels of 55 to 70 bytes, names of 240 to 260 bytes, each
+    /// sometimes with one character made bad (space, control, DEL, non-ASCII, NUL).
+    @Test func namesNearTheLimitsAreParsedOrRefused() async {
+        let labels = zip(Gen.int(in: 55...70), Gen.int(in: 1...5), Gen.bool).map { length, count, dot in
+            Array(repeating: String(repeating: "l", count: length), count: count).joined(separator: ".") + (dot ? "." : "")
+        }
+        let names = zip(Gen.int(in: 240...260), Gen.bool).map { length, dot in
+            String(String(repeating: "abcdefg.", count: 40).prefix(length - 1)) + "z" + (dot ? "." : "")
+        }
+        let edit = zip(Gen.int(in: 0...3), Gen.int(in: 0...300),
+                       Gen<Character?>.element(of: Array(" \t\u{0}\u{7f}é-_.a")).map { $0! })
+        await propertyCheck(count: 150, input: labels, edit) { text, edit in
+            Self.check(text)
+            if edit.0 < 3 { Self.check(mutate(text, edit: edit.0, position: edit.1, with: edit.2)) }
+        }
+        await propertyCheck(count: 150, input: names, edit) { text, edit in
+            Self.check(text)
+            if edit.0 < 3 { Self.check(mutate(text, edit: edit.0, position: edit.1, with: edit.2)) }
+        }
+    }
+
+    @Test func veryLongTextIsRefused() async {
+        await propertyCheck(count: 40, input: Strings.long("a.-\u{301}é ")) { text in
+            Self.check(text)
+            #expect(throws: ReachabilityError.self) { try ReachabilityTarget(parsing: text) }
+        }
+    }
+}
