@@ -4,7 +4,7 @@ import Dispatch
 /// from kernel notifications, and every change as an event.
 ///
 /// One subscription (one socket, one thread) serves every observer in the process for a
-/// namespace: use ``shared(namespace:)``. Observe with a closure on a queue of your choice, or
+/// namespace: use ``shared(namespace:options:)``. Observe with a closure on a queue of your choice, or
 /// with `for try await`:
 ///
 /// ```swift
@@ -29,7 +29,9 @@ public final class NetlinkSubscription: Sendable {
     private let engine: SubscriptionEngine
 
     /// Opens a subscription of its own (not shared) in `namespace`, and returns once the
-    /// initial state has been read. Prefer ``shared(namespace:)`` unless you need other options.
+    /// initial state has been read. Prefer ``shared(namespace:options:)``, so that the process
+    /// keeps one socket and one thread per namespace, unless this subscription must have options
+    /// of its own while the shared one runs with others.
     ///
     /// - Throws: ``NetlinkError`` when the namespace cannot be entered or the kernel refuses.
     public init(namespace: NetworkNamespace = .current, options: SubscriptionOptions = .init()) throws(NetlinkError) {

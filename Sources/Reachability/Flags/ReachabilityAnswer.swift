@@ -156,7 +156,7 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
     /// The kernel lookup failed for another reason.
     case lookupFailed(NetlinkError)
     /// Nothing more can be known: the namespace's subscription ended (the namespace was
-    /// deleted, ``NetlinkError/namespaceDeleted``). This is a monitor's last answer.
+    /// deleted, `NetlinkError.namespaceDeleted`). This is a monitor's last answer.
     case monitoringEnded(NetlinkError)
 
     /// Such as `no route`, `no carrier`.
