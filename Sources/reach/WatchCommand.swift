@@ -54,7 +54,10 @@ struct WatchCommand: ParsableCommand {
         // Runs until interrupted or until the namespace goes away; the monitors print from
         // their queue. The main thread sleeps in a futex with no timeout: nothing in the
         // process wakes while nothing changes.
-        if case .ended(let error) = ended.wait(timeout: .distantFuture) { Output.error(error.description) }
+        let outcome = ended.wait(timeout: .distantFuture)
+        // The last answers of the other targets came in the same delivery: let them print.
+        printQueue.sync {}
+        if case .ended(let error) = outcome { Output.error(error.description) }
         throw ExitCode(2)
     }
 }
