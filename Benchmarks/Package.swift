@@ -21,14 +21,15 @@ let package = Package(
             path: "Benchmarks/ReachabilityBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // The library with a callback that only prints a line, for the latency harness.
+        // The library with a callback that only prints a line, for the latency harness. Not
+        // directly in a folder named Benchmarks: the benchmark plugin runs every executable there.
         .executableTarget(
             name: "latency-listener",
             dependencies: [
                 .product(name: "Netlink", package: "swift-linux-reachability"),
                 .product(name: "Reachability", package: "swift-linux-reachability"),
             ],
-            path: "LatencyListener"
+            path: "Tools/LatencyListener"
         ),
     ],
     swiftLanguageModes: [.v6]
