@@ -21,12 +21,23 @@ public struct NetlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     public let systemErrno: Int32?
     /// What the library was doing, such as `"open /run/netns/blue"`; empty when unknown.
     public let context: String
+    /// The whole first part of ``description`` when the library words it for this one failure,
+    /// such as which privilege a refused step needs; nil for the code's own message.
+    let explanation: String?
 
     /// Creates an error from a code, an optional `errno` and a context.
     public init(code: Int32, systemErrno: Int32? = nil, context: String = "") {
+        self.init(code: code, systemErrno: systemErrno, context: context, explanation: nil)
+    }
+
+    /// Creates an error whose description reads `EXPLANATION (CONTEXT: strerror(errno))`,
+    /// such as `entering network namespace "blue" needs CAP_SYS_ADMIN (setns: Operation not
+    /// permitted)`.
+    init(code: Int32, systemErrno: Int32?, context: String, explanation: String?) {
         self.code = code
         self.systemErrno = systemErrno
         self.context = context
+        self.explanation = explanation
     }
 
     /// Creates an error from a libnl return value (negative or positive `NLE_*` code).
@@ -43,6 +54,13 @@ public struct NetlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
+        if let explanation {
+            var detail = context
+            if let systemErrno, systemErrno != 0 {
+                detail += (detail.isEmpty ? "" : ": ") + String(cString: strerror(systemErrno))
+            }
+            return detail.isEmpty ? explanation : "\(explanation) (\(detail))"
+        }
         var text: String
         if let name = Self.libraryMessages[code] {
             text = name
@@ -126,7 +144,9 @@ extension NetlinkError {
     public static let stopped = NetlinkError(code: 1005)
     /// An address literal or prefix could not be parsed.
     public static let invalidAddress = NetlinkError(code: 1006)
-    /// Entering another network namespace needs `CAP_SYS_ADMIN`, which this process lacks.
+    /// Entering another network namespace needs `CAP_SYS_ADMIN`, which this process lacks, or
+    /// the namespace file could not be opened (permissions); the description names what is
+    /// missing.
     public static let namespacePermissionDenied = NetlinkError(code: 1007)
 }
 

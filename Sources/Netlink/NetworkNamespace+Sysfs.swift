@@ -33,8 +33,14 @@ extension NetworkNamespace {
                 return
             }
             let steps = ["unshare(CLONE_NEWNS)", "make mounts slaves", "setns \(description)", "mount sysfs"]
-            let base: NetlinkError = saved == EPERM ? .namespacePermissionDenied
-                : step == 3 && saved == EINVAL ? .notANetworkNamespace : .failure
+            if saved == EPERM {
+                let calls = ["unshare(CLONE_NEWNS)", "mount(MS_REC|MS_SLAVE)", "setns", "mount(sysfs)"]
+                outcome.value = .failure(NetlinkError(
+                    code: NetlinkError.namespacePermissionDenied.code, systemErrno: saved, context: calls[Int(step) - 1],
+                    explanation: "reading the sysfs of network namespace \(quoted(description)) needs CAP_SYS_ADMIN"))
+                return
+            }
+            let base: NetlinkError = step == 3 && saved == EINVAL ? .notANetworkNamespace : .failure
             outcome.value = .failure(NetlinkError(code: base.code, systemErrno: saved,
                                                   context: "sysfs view of \(description): \(steps[Int(step) - 1])"))
         }

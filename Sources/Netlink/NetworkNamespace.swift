@@ -69,8 +69,15 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             let code = errno
-            let base: NetlinkError = code == ENOENT || code == ENOTDIR ? .namespaceNotFound
-                : code == EACCES || code == EPERM ? .namespacePermissionDenied : .failure
+            if code == EACCES || code == EPERM {
+                // File permissions, or for /proc/PID/ns/net the ptrace access check, refused it.
+                let needs = file.hasPrefix("/proc/") ? "CAP_SYS_PTRACE or the process's own user"
+                    : "read permission on \(file) or CAP_DAC_READ_SEARCH"
+                throw NetlinkError(code: NetlinkError.namespacePermissionDenied.code, systemErrno: code,
+                                   context: "open \(file)",
+                                   explanation: "opening network namespace \(quoted(description)) needs \(needs)")
+            }
+            let base: NetlinkError = code == ENOENT || code == ENOTDIR ? .namespaceNotFound : .failure
             throw NetlinkError(code: base.code, systemErrno: code, context: "open \(file)")
         }
         var fs = statfs()
@@ -126,8 +133,11 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     static func enter(_ fd: Int32, description: String) throws(NetlinkError) {
         var saved: Int32 = 0
         if cnetlink_setns_net(fd, &saved) != 0 {
-            let base: NetlinkError = saved == EPERM ? .namespacePermissionDenied
-                : saved == EINVAL ? .notANetworkNamespace : .failure
+            if saved == EPERM {
+                throw NetlinkError(code: NetlinkError.namespacePermissionDenied.code, systemErrno: saved, context: "setns",
+                                   explanation: "entering network namespace \(quoted(description)) needs CAP_SYS_ADMIN")
+            }
+            let base: NetlinkError = saved == EINVAL ? .notANetworkNamespace : .failure
             throw NetlinkError(code: base.code, systemErrno: saved, context: "setns \(description)")
         }
     }
