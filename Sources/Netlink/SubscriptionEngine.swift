@@ -7,8 +7,9 @@ import Synchronization
 ///
 /// One notification socket carries link, address and route messages in the kernel's order.
 /// libnl's cache manager (`nl_cache_mngr`) keeps the link and address caches on it and reports
-/// their changes; route messages are taken off the same socket before the manager sees them
-/// (`NL_CB_MSG_IN`), parsed, reported, and kept only when they are default routes; policy-rule
+/// their changes; route and link messages are taken off the same socket before the manager
+/// sees them (`NL_CB_MSG_IN`) and parsed here (route messages are kept only when they are
+/// default routes; libnl's link cache serves the initial dump and every re-read); policy-rule
 /// messages are reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in
 /// `epoll_wait` with no timeout: nothing runs while nothing changes.
 final class SubscriptionEngine: @unchecked Sendable {
@@ -287,10 +288,17 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     // MARK: Changes
 
+    /// libnl's report of a change in its link cache. Link notifications are read in
+    /// `routeMessage` before the cache manager sees them, so this runs only if one reaches it.
     private func linkChanged(_ object: OpaquePointer, action: Int32) {
         defer { publishFirstMessage() }
         guard let link = Link(libnl: object) else { return }
-        if action == NL_ACT_DEL {
+        applyLink(link, deleted: action == NL_ACT_DEL)
+    }
+
+    /// Applies a link as a notification gave it.
+    private func applyLink(_ link: Link, deleted: Bool) {
+        if deleted {
             removeLink(index: link.index, lastSeen: link)
             return
         }
@@ -343,6 +351,14 @@ final class SubscriptionEngine: @unchecked Sendable {
         messagesSinceWake += 1
         defer { publishFirstMessage() }
         let type = Int32(header.pointee.nlmsg_type)
+        if type == RTM_NEWLINK || type == RTM_DELLINK {
+            // Read here rather than by libnl's link parser, which decodes the whole 1.5 KiB
+            // message (statistics, every family's block) before the first event can go out.
+            // libnl's link cache is then only current after a re-read, which is the only time
+            // it is consulted (`resynchronize`).
+            if let link = Link(message: header) { applyLink(link, deleted: type == RTM_DELLINK) }
+            return Int32(NL_SKIP.rawValue)
+        }
         if type == RTM_NEWRULE || type == RTM_DELRULE {
             // The first byte of a rule message (struct fib_rule_hdr) is its family.
             if Int(header.pointee.nlmsg_len) > MemoryLayout<nlmsghdr>.size,
