@@ -3,8 +3,8 @@ import Glibc
 
 /// A bare NETLINK_ROUTE socket for the two requests where libnl's one-message-at-a-time
 /// machinery costs more than the kernel's work: default-route dumps that stop early, and route
-/// lookups sent in batches. Messages are still parsed by libnl (`rtnl_route_parse`), but only
-/// the ones that matter.
+/// lookups sent in batches. Messages are parsed from the kernel's bytes (`Route(message:)`),
+/// and only the ones that matter.
 ///
 /// Not thread-safe: its owner serialises every use, like ``RequestSocket``.
 final class RawRouteSocket {
