@@ -24,25 +24,12 @@ public final class ReachProcess: Sendable {
         process.standardError = FileHandle.nullDevice
         self.process = process
         try process.run()
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread { [weak self] in
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    self?.lines.withLock { $0.append(line) }
-                }
-            }
-        }
+        forEachLine(of: pipe.fileHandleForReading) { [weak self] line in self?.lines.withLock { $0.append(line) } }
     }
 
     /// Waits (bounded, for liveness only) until a line contains every fragment.
     public func waitForLine(containing fragments: String...) -> Bool {
-        eventually(15) { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
+        awaitLine(in: lines, containing: fragments)
     }
 
     /// Waits (bounded, for liveness only) until the process exits by itself; its exit status,
@@ -60,4 +47,26 @@ public final class ReachProcess: Sendable {
     }
 
     deinit { stop() }
+}
+
+/// Reads `handle` on a thread of its own until end of file, and hands `line` each complete
+/// line (without its newline) as it arrives.
+public func forEachLine(of handle: FileHandle, _ line: @escaping @Sendable (String) -> Void) {
+    Thread.detachNewThread {
+        var buffer = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { return }
+            buffer.append(chunk)
+            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                line(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                buffer.removeSubrange(buffer.startIndex...newline)
+            }
+        }
+    }
+}
+
+/// Waits (bounded, for liveness only) until one of `lines` contains every fragment.
+public func awaitLine(in lines: borrowing Mutex<[String]>, containing fragments: [String]) -> Bool {
+    eventually(15) { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
 }

@@ -263,19 +263,7 @@ final class LineReader: Sendable {
         self.process = process
         try process.run()
         let output = out.fileHandleForReading, errors = err.fileHandleForReading
-        Thread.detachNewThread { [weak self] in
-            var buffer = Data()
-            while true {
-                let chunk = output.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    self?.lines.withLock { $0.append(line) }
-                }
-            }
-        }
+        forEachLine(of: output) { [weak self] line in self?.lines.withLock { $0.append(line) } }
         Thread.detachNewThread { [weak self] in
             while true {
                 let chunk = errors.availableData
@@ -298,7 +286,7 @@ final class LineReader: Sendable {
 
     /// Waits (bounded, for liveness only) until a line contains every fragment.
     func waitForLine(containing fragments: String...) -> Bool {
-        eventually(15) { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
+        awaitLine(in: lines, containing: fragments)
     }
 
     /// Ends the process (SIGTERM to the process group it leads, or to its pid if it has not
