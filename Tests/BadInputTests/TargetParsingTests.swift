@@ -1,4 +1,5 @@
 import Netlink
+import NetnsTestSupport
 import PropertyBased
 import Reachability
 import Testing
@@ -15,24 +16,6 @@ import Testing
 /// resolves a name.
 @Suite("Bad input: reachability targets")
 struct TargetParsingTests {
-    /// The oracle for host names, written from RFC 1123 and the parser's documentation.
-    static func isHostName(_ text: String) -> Bool {
-        var bytes = Array(text.utf8)
-        if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
-        guard !bytes.isEmpty, bytes.count <= 253 else { return false }
-        return bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { label in
-            (1...63).contains(label.count) && label.first != UInt8(ascii: "-") && label.last != UInt8(ascii: "-")
-                && label.allSatisfy { byte in
-                    switch byte {
-                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                         UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"): return true
-                    default: return false
-                    }
-                }
-        }
-    }
-
-
     /// Parses `text` and checks the outcome against the oracles.
     static func check(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let shown = text.count > 60 ? "\(text.prefix(60).debugDescription)… (\(text.utf8.count) bytes)" : text.debugDescription
@@ -41,14 +24,14 @@ struct TargetParsingTests {
             if let address = IPAddress(text) {
                 #expect(target == .address(address), "\(shown)", sourceLocation: sourceLocation)
             } else {
-                #expect(isHostName(text), "\(shown) was accepted as \(target)", sourceLocation: sourceLocation)
+                #expect(isRFC1123HostName(text), "\(shown) was accepted as \(target)", sourceLocation: sourceLocation)
                 let name = text.hasSuffix(".") ? String(text.dropLast()) : text
                 #expect(target == .host(name), "\(shown)", sourceLocation: sourceLocation)
             }
         } catch {
             // `error` is a ReachabilityError: the initializer's typed throws say so.
             #expect(error == .invalidTarget(text), "\(shown) threw \(error)", sourceLocation: sourceLocation)
-            #expect(IPAddress(text) == nil && !isHostName(text), "\(shown) was refused", sourceLocation: sourceLocation)
+            #expect(IPAddress(text) == nil && !isRFC1123HostName(text), "\(shown) was refused", sourceLocation: sourceLocation)
             #expect(isOneClearLine(error.description), "\(shown): \(error.description.debugDescription)",
                     sourceLocation: sourceLocation)
             #expect(error.description.utf8.count < 400, "\(shown): description of \(error.description.utf8.count) bytes",
@@ -74,9 +57,9 @@ struct TargetParsingTests {
 
     @Test func corpusAgreesWithTheOracles() throws {
         for text in Self.corpus { Self.check(text) }
-        #expect(Self.isHostName("example.com.") && Self.isHostName(String(repeating: "a.", count: 126) + "a"))
-        #expect(!Self.isHostName(String(repeating: "a", count: 64)) && !Self.isHostName("exa mple"))
-        #expect(!Self.isHostName(String(repeating: "a.", count: 127) + "a") && !Self.isHostName("bücher.example"))
+        #expect(isRFC1123HostName("example.com.") && isRFC1123HostName(String(repeating: "a.", count: 126) + "a"))
+        #expect(!isRFC1123HostName(String(repeating: "a", count: 64)) && !isRFC1123HostName("exa mple"))
+        #expect(!isRFC1123HostName(String(repeating: "a.", count: 127) + "a") && !isRFC1123HostName("bücher.example"))
         #expect(throws: ReachabilityError.invalidTarget("")) { try ReachabilityTarget(parsing: "") }
         #expect(try ReachabilityTarget(parsing: "EXAMPLE.COM.") == .host("EXAMPLE.COM"))
     }
