@@ -27,7 +27,7 @@ struct InterruptedDumpTests {
         let stableAddresses = Set((0..<Self.stablePairs).map { "10.9.\($0 / 250).\($0 % 250 + 1)" })
 
         // Links come and go until the churn is stopped.
-        let churn = LinkChurn(ns)
+        let churn = RepeatedBatch(ns, (0..<20).flatMap { ["link add c\($0) type veth peer name c\($0)p", "link del c\($0)"] })
         defer { churn.stop() }
 
         // Plain dumps, read as the kernel sends them, get marked.
@@ -67,29 +67,6 @@ struct InterruptedDumpTests {
             return truth.map { Set($0.links.keys) == Set(subscription.state.links.keys) && $0.links == subscription.state.links } ?? false
         }, "after the churn the subscription's links are the kernel's")
         #expect(subscription.termination == nil)
-    }
-}
-
-/// Creates and deletes links in a namespace, 20 at a time, until stopped.
-private final class LinkChurn: Sendable {
-    private let running = Atomic<Bool>(true)
-    private let stopped = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ ns: TestNamespace) {
-        Thread.detachNewThread { [self] in
-            while running.load(ordering: .acquiring) {
-                try? ns.batch((0..<20).flatMap { ["link add c\($0) type veth peer name c\($0)p", "link del c\($0)"] })
-            }
-            done.signal()
-        }
-    }
-
-    /// Stops the churn and waits for its last batch; safe to call twice.
-    func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        running.store(false, ordering: .releasing)
-        done.wait()
     }
 }
 

@@ -17,29 +17,6 @@ private func flappingNamespace(_ label: String) throws -> TestNamespace {
     return ns
 }
 
-/// Flips the carrier of `vb`'s peer in a loop until stopped: events flow all the time.
-private final class Flapper: Sendable {
-    private let running = Atomic<Bool>(true)
-    private let done = DispatchSemaphore(value: 0)
-    /// How many flips were made.
-    let flips = Atomic<Int>(0)
-
-    init(_ ns: TestNamespace) {
-        Thread.detachNewThread { [self] in
-            while running.load(ordering: .acquiring) {
-                try? ns.batch(["link set vb down", "link set vb up"])
-                flips.add(2, ordering: .relaxed)
-            }
-            done.signal()
-        }
-    }
-
-    func stop() {
-        running.store(false, ordering: .releasing)
-        done.wait()
-    }
-}
-
 /// One monitor's record: callbacks, and callbacks that came after `stopListening()` returned.
 private final class MonitorRecord: Sendable {
     let stopped = Atomic<Bool>(false)
@@ -62,7 +39,9 @@ struct LifetimeTests {
         defer { ns.delete() }
         let namespace = try NetworkNamespace.named(ns.name)
         let engine = try ReachabilityEngine.shared(namespace: namespace)
-        let flapper = Flapper(ns)
+        // The carrier of `va` flips all along (two flips a round).
+        let flapper = RepeatedBatch(ns, ["link set vb down", "link set vb up"])
+        defer { flapper.stop() }
         let queue = DispatchQueue(label: "lifetimes")
         var records: [MonitorRecord] = []
         var weakMonitors: [WeakReachability] = []
@@ -71,7 +50,7 @@ struct LifetimeTests {
             if cycle % 100 == 0 {
                 // Pace the churn to the flips, so that creation, release and delivery overlap
                 // all along (a liveness bound only).
-                _ = eventually { flapper.flips.load(ordering: .relaxed) >= 2 * (cycle / 100) }
+                _ = eventually { flapper.rounds.load(ordering: .relaxed) >= cycle / 100 }
             }
             let record = MonitorRecord()
             records.append(record)
@@ -93,7 +72,7 @@ struct LifetimeTests {
         #expect(eventually { records.contains { $0.callbacks.load(ordering: .relaxed) > 1 } }, "kept monitors were told of changes")
         kept.removeAll()
         flapper.stop()
-        #expect(flapper.flips.load(ordering: .relaxed) > 0, "events flowed during the churn")
+        #expect(flapper.rounds.load(ordering: .relaxed) > 0, "events flowed during the churn")
         #expect(eventually { engine.watcherCount == 0 }, "every watch was removed: \(engine.watcherCount) left")
         #expect(eventually { weakMonitors.allSatisfy { $0.value == nil } }, "every monitor was freed")
         let late = records.reduce(0) { $0 + $1.lateCallbacks.load(ordering: .relaxed) }
