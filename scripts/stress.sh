@@ -16,6 +16,36 @@ cd "$(dirname "$0")/.."
 part=${1:-all}
 scripts/install-deps.sh
 
+# What parts 3 and 4 start, ended and deleted on any exit.
+pids="" namespaces="" logs=""
+cleanup() {
+    for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+    for name in $namespaces; do ip netns del "$name" 2>/dev/null || true; done
+    [ -z "$logs" ] || rm -rf "$logs"
+}
+trap cleanup EXIT INT TERM
+
+# A namespace NAME whose veth vb0 carries 10.200.0.1/24 and the default route via 10.200.0.2;
+# flapping its peer vb1 flips the answer for 10.200.0.2.
+uplink_namespace() {
+    ip netns add "$1"
+    namespaces="$namespaces $1"
+    ip -n "$1" -batch - <<BATCH
+link set lo up
+link add vb0 type veth peer name vb1
+address add 10.200.0.1/24 dev vb0
+link set vb1 up
+link set vb0 up
+route add default via 10.200.0.2 dev vb0
+BATCH
+}
+
+# flap NAME COUNT: takes vb1 of namespace NAME down and up COUNT times, in one ip -batch.
+flap() {
+    i=0
+    while [ $i -lt "$2" ]; do echo "link set vb1 down"; echo "link set vb1 up"; i=$((i + 1)); done | ip -n "$1" -batch -
+}
+
 if [ "$part" = all ] || [ "$part" = storm ]; then
     echo "== 1. storm and lifetimes, full size"
     swift build --build-tests >/dev/null
@@ -28,79 +58,49 @@ if [ "$part" = all ] || [ "$part" = sanitizer ]; then
 fi
 
 if [ "$part" = all ] || [ "$part" = leaks ]; then
-
-echo "== 3. reach watch and reach events under LeakSanitizer through 50 000 link flaps"
-swift build --product reach --sanitize=address --scratch-path .build-address >/dev/null 2>&1
-reach=.build-address/debug/reach
-ns=rstress$$
-watch_pid=""
-events_pid=""
-logs=$(mktemp -d)
-cleanup() {
-    for pid in $watch_pid $events_pid; do kill "$pid" 2>/dev/null || true; done
-    ip netns del "$ns" 2>/dev/null || true
-    rm -rf "$logs"
-}
-trap cleanup EXIT INT TERM
-ip netns add "$ns"
-ip -n "$ns" -batch - <<BATCH
-link set lo up
-link add vb0 type veth peer name vb1
-address add 10.200.0.1/24 dev vb0
-link set vb1 up
-link set vb0 up
-route add default via 10.200.0.2 dev vb0
-BATCH
-export ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp print_suppressions=0"
-$reach watch --netns "$ns" 10.200.0.2 12.0.0.1 >/dev/null 2>"$logs/watch" &
-watch_pid=$!
-$reach events --json --netns "$ns" >/dev/null 2>"$logs/events" &
-events_pid=$!
-sleep 2
-i=0
-while [ $i -lt 25000 ]; do echo "link set vb1 down"; echo "link set vb1 up"; i=$((i + 1)); done | ip -n "$ns" -batch -
-sleep 1
-kill -0 $watch_pid && kill -0 $events_pid && echo "both streams alive after 50 000 flaps"
-ip netns del "$ns"
-status=0
-wait $watch_pid || status=$?
-[ $status -eq 2 ] || { echo "reach watch exited $status, not 2" >&2; exit 1; }
-status=0
-wait $events_pid || status=$?
-[ $status -eq 2 ] || { echo "reach events exited $status, not 2" >&2; exit 1; }
-watch_pid="" events_pid=""
-if grep -q "LeakSanitizer" "$logs/watch" "$logs/events"; then
-    cat "$logs/watch" "$logs/events" >&2
-    exit 1
-fi
-echo "no leak in reach watch or reach events (both exited 2 when the namespace was deleted)"
-rm -rf "$logs"
+    echo "== 3. reach watch and reach events under LeakSanitizer through 50 000 link flaps"
+    swift build --product reach --sanitize=address --scratch-path .build-address >/dev/null 2>&1
+    reach=.build-address/debug/reach
+    ns=rstress$$
+    logs=$(mktemp -d)
+    uplink_namespace "$ns"
+    export ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp print_suppressions=0"
+    $reach watch --netns "$ns" 10.200.0.2 12.0.0.1 >/dev/null 2>"$logs/watch" &
+    watch_pid=$!
+    $reach events --json --netns "$ns" >/dev/null 2>"$logs/events" &
+    events_pid=$!
+    pids="$watch_pid $events_pid"
+    sleep 2
+    flap "$ns" 25000
+    sleep 1
+    kill -0 $watch_pid && kill -0 $events_pid && echo "both streams alive after 50 000 flaps"
+    ip netns del "$ns"
+    namespaces=""
+    for pid in $watch_pid $events_pid; do
+        status=0
+        wait $pid || status=$?
+        [ $status -eq 2 ] || { echo "process $pid exited $status, not 2" >&2; exit 1; }
+    done
+    pids=""
+    if grep -q "LeakSanitizer" "$logs/watch" "$logs/events"; then
+        cat "$logs/watch" "$logs/events" >&2
+        exit 1
+    fi
+    echo "no leak in reach watch or reach events (both exited 2 when the namespace was deleted)"
 fi
 
-[ "$part" = all ] || [ "$part" = rss ] || exit 0
-echo "== 4. resident memory of the release reach watch through 40 000 link flaps"
-swift build -c release --product reach >/dev/null
-ns=rstress$$-rss
-watch_pid=""
-trap 'kill $watch_pid 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true' EXIT INT TERM
-ip netns add "$ns"
-ip -n "$ns" -batch - <<BATCH
-link set lo up
-link add vb0 type veth peer name vb1
-address add 10.200.0.1/24 dev vb0
-link set vb1 up
-link set vb0 up
-route add default via 10.200.0.2 dev vb0
-BATCH
-.build/release/reach watch --netns "$ns" 10.200.0.2 12.0.0.1 >/dev/null &
-watch_pid=$!
-sleep 1
-for chunk in 1 2 3 4 5 6 7 8; do
-    i=0
-    while [ $i -lt 2500 ]; do echo "link set vb1 down"; echo "link set vb1 up"; i=$((i + 1)); done | ip -n "$ns" -batch -
-    sleep 0.3
-    echo "after $((chunk * 5000)) flaps: $(awk '/^VmRSS/ {print $2}' "/proc/$watch_pid/status") KiB"
-done
-kill $watch_pid
-wait $watch_pid 2>/dev/null || true
-watch_pid=""
+if [ "$part" = all ] || [ "$part" = rss ]; then
+    echo "== 4. resident memory of the release reach watch through 40 000 link flaps"
+    swift build -c release --product reach >/dev/null
+    ns=rstress$$-rss
+    uplink_namespace "$ns"
+    .build/release/reach watch --netns "$ns" 10.200.0.2 12.0.0.1 >/dev/null &
+    watch_pid=$!
+    pids="$watch_pid"
+    sleep 1
+    for chunk in 1 2 3 4 5 6 7 8; do
+        flap "$ns" 2500
+        sleep 0.3
+        echo "after $((chunk * 5000)) flaps: $(awk '/^VmRSS/ {print $2}' "/proc/$watch_pid/status") KiB"
+    done
+fi
