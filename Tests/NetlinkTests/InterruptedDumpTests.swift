@@ -71,43 +71,12 @@ struct InterruptedDumpTests {
 }
 
 /// Dumps the links of the calling thread's namespace on a bare socket and returns how many
-/// datagrams of the answer carried `NLM_F_DUMP_INTR`.
+/// messages of the answer carried `NLM_F_DUMP_INTR`.
 private func interruptedLinkDumpCount() throws(NetlinkError) -> Int {
-    // linux/netlink.h and linux/rtnetlink.h, which Swift's Glibc module does not carry.
-    let (netlinkRoute, getLink, request, dump, dumpInterrupted, done, error): (Int32, UInt16, UInt16, UInt16, UInt16, UInt16, UInt16) =
-        (0, 18, 0x1, 0x300, 0x10, 3, 2)
-    let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkRoute)
-    guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "socket") }
-    defer { close(fd) }
-    // struct nlmsghdr followed by struct ifinfomsg (16 bytes), family AF_UNSPEC.
-    var message = [UInt8](repeating: 0, count: 32)
-    message.withUnsafeMutableBytes { bytes in
-        bytes.storeBytes(of: UInt32(32), toByteOffset: 0, as: UInt32.self)
-        bytes.storeBytes(of: getLink, toByteOffset: 4, as: UInt16.self)
-        bytes.storeBytes(of: request | dump, toByteOffset: 6, as: UInt16.self)
-        bytes.storeBytes(of: UInt32(1), toByteOffset: 8, as: UInt32.self)
+    var marked = 0
+    try rawLinkDump { _, flags, _ in
+        if flags & 0x10 /* NLM_F_DUMP_INTR */ != 0 { marked += 1 }
+        return true
     }
-    guard send(fd, message, message.count, 0) == message.count else {
-        throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "send")
-    }
-    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    var interrupted = 0
-    while true {
-        let received = recv(fd, &buffer, buffer.count, 0)
-        guard received > 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "recv") }
-        var offset = 0
-        var finished = false
-        var markedHere = false
-        while offset + 16 <= received {
-            let length = Int(buffer.withUnsafeBytes { $0.load(fromByteOffset: offset, as: UInt32.self) })
-            let type = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 4, as: UInt16.self) }
-            let flags = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 6, as: UInt16.self) }
-            if flags & dumpInterrupted != 0 { markedHere = true }
-            if type == done || type == error { finished = true }
-            guard length >= 16 else { break }
-            offset += (length + 3) & ~3
-        }
-        if markedHere { interrupted += 1 }
-        if finished { return interrupted }
-    }
+    return marked
 }

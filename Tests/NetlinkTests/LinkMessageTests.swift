@@ -99,40 +99,20 @@ private func comparable(_ link: Link) -> Link {
     return link
 }
 
-/// The bytes of the first RTM_NEWLINK message of a link dump of `ns` for link `va`, read with
-/// `ip -n NS monitor`-free means: the kernel's own answer to `ip -j link show va` is not bytes,
-/// so the test asks the kernel directly on a bare socket created in the namespace.
+/// The bytes of the RTM_NEWLINK message for link `va` in a link dump of `ns`, asked of the
+/// kernel on a bare socket created in the namespace.
 private func linkMessageBytes(in ns: TestNamespace) throws -> [UInt8] {
     let namespace = try NetworkNamespace.named(ns.name)
     return try namespace.perform { () throws(NetlinkError) -> [UInt8] in
-        let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0 /* NETLINK_ROUTE */)
-        guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "socket") }
-        defer { close(fd) }
-        var request = [UInt8](repeating: 0, count: 32)
-        request.withUnsafeMutableBytes { bytes in
-            bytes.storeBytes(of: UInt32(32), toByteOffset: 0, as: UInt32.self)
-            bytes.storeBytes(of: UInt16(18) /* RTM_GETLINK */, toByteOffset: 4, as: UInt16.self)
-            bytes.storeBytes(of: UInt16(0x301) /* NLM_F_REQUEST | NLM_F_DUMP */, toByteOffset: 6, as: UInt16.self)
-        }
-        guard send(fd, request, request.count, 0) == request.count else {
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "send")
-        }
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let received = recv(fd, &buffer, buffer.count, 0)
-            guard received > 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "recv") }
-            var offset = 0
-            while offset + 16 <= received {
-                let length = Int(buffer.withUnsafeBytes { $0.load(fromByteOffset: offset, as: UInt32.self) })
-                let type = buffer.withUnsafeBytes { $0.load(fromByteOffset: offset + 4, as: UInt16.self) }
-                guard length >= 16, offset + length <= received else { break }
-                if type == 3 /* NLMSG_DONE */ { throw NetlinkError(code: NetlinkError.failure.code, context: "va not in the dump") }
-                let message = Array(buffer[offset..<(offset + length)])
-                if type == 16 /* RTM_NEWLINK */, message.withUnsafeBytes({ Link(payload: UnsafeRawBufferPointer(rebasing: $0[16...]))?.name }) == "va" {
-                    return message
-                }
-                offset += (length + 3) & ~3
+        var found: [UInt8]?
+        try rawLinkDump { type, _, message in
+            if type == 16 /* RTM_NEWLINK */,
+               message.withUnsafeBytes({ Link(payload: UnsafeRawBufferPointer(rebasing: $0[16...]))?.name }) == "va" {
+                found = message
             }
+            return found == nil
         }
+        guard let found else { throw NetlinkError(code: NetlinkError.failure.code, context: "va not in the dump") }
+        return found
     }
 }
