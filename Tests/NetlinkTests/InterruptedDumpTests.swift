@@ -29,6 +29,9 @@ struct InterruptedDumpTests {
         // Links come and go until the churn is stopped.
         let churn = RepeatedBatch(ns, (0..<20).flatMap { ["link add c\($0) type veth peer name c\($0)p", "link del c\($0)"] })
         defer { churn.stop() }
+        // The dumps below must run while links come and go: on a loaded machine the first
+        // `ip -batch` may not have started yet (a liveness bound only).
+        #expect(eventually { churn.rounds.load(ordering: .relaxed) >= 1 }, "the churn runs")
 
         // Plain dumps, read as the kernel sends them, get marked.
         var marked = 0
