@@ -32,11 +32,13 @@ struct WatchCommand: ParsableCommand {
         let namespace = try namespaceOption.namespace()
         // Opened first, so the monitors' engine finds it with the options asked for.
         let subscription = try subscriptionOption.openSubscription(in: namespace)
-        let printQueue = DispatchQueue(label: "reach.watch")
         let ended = EndOfMonitoring()
         let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
             .map { text, target throws(ReachabilityError) -> Reachability in
-                let monitor = try Reachability(target: target, namespace: namespace, queue: printQueue)
+                // The default callback queue: each targets the namespace's one evaluation queue,
+                // so the lines of every target come out in order, printed by the thread that
+                // evaluated them, with no other thread woken for them.
+                let monitor = try Reachability(target: target, namespace: namespace)
                 let json = self.json
                 monitor.onChange = { _, answer in
                     if json {
@@ -56,7 +58,7 @@ struct WatchCommand: ParsableCommand {
         // process wakes while nothing changes.
         let outcome = ended.wait(timeout: .distantFuture)
         // The last answers of the other targets came in the same delivery: let them print.
-        printQueue.sync {}
+        for monitor in monitors { monitor.callbackQueue.sync {} }
         if case .ended(let error) = outcome { Output.error(error.description) }
         throw ExitCode(2)
     }

@@ -246,6 +246,47 @@ struct MonitorDeliveryTests {
         monitor.stopListening()
     }
 
+    /// Without a queue of their own, the monitors of a namespace call back on private queues
+    /// that target its evaluation queue: their callbacks run one at a time, in the engine's
+    /// order, on the thread that evaluated them (no thread woken per delivery), and a monitor
+    /// with a chosen queue is not drawn in.
+    @Test func defaultCallbackQueuesTargetTheNamespacesEvaluationQueue() throws {
+        let ns = try wiredNamespace("mon7d")
+        defer { ns.delete() }
+        let engine = try ReachabilityEngine.shared(namespace: .named(ns.name))
+        let key = DispatchSpecificKey<String>()
+        engine.queue.setSpecific(key: key, value: "engine")
+        let chosen = DispatchQueue(label: "test.chosen")
+        let first = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let second = try Reachability(address: IPAddress("10.1.0.10")!, namespace: .named(ns.name))
+        let third = try Reachability(address: IPAddress("10.1.0.11")!, namespace: .named(ns.name), queue: chosen)
+        let seen = Mutex<[String: [String?]]>([:])
+        let running = Atomic<Int>(0)
+        let overlapped = Atomic<Bool>(false)
+        for (name, monitor) in [("first", first), ("second", second), ("third", third)] {
+            monitor.onChange = { _, _ in
+                if name != "third", running.add(1, ordering: .acquiringAndReleasing).newValue > 1 {
+                    overlapped.store(true, ordering: .relaxed)
+                }
+                let marker = DispatchQueue.getSpecific(key: key)
+                usleep(2_000)  // long enough for a second thread to show up, if there were one
+                if name != "third" { running.subtract(1, ordering: .acquiringAndReleasing) }
+                seen.withLock { $0[name, default: []].append(marker) }
+            }
+            monitor.startListening()
+        }
+        #expect(eventually { seen.withLock { $0.values.map(\.count) } == [1, 1, 1] })
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { seen.withLock { $0.values.allSatisfy { $0.count == 2 } } })
+        let markers = seen.withLock { $0 }
+        #expect(markers["first"] == ["engine", "engine"])
+        #expect(markers["second"] == ["engine", "engine"])
+        #expect(markers["third"] == [nil, nil], "a chosen queue runs callbacks on its own")
+        let didOverlap = overlapped.load(ordering: .relaxed)
+        #expect(!didOverlap, "default-queue callbacks of one namespace never overlap")
+        for monitor in [first, second, third] { monitor.stopListening() }
+    }
+
     @Test func anAddressPairFollowsSourcePolicyRules() throws {
         let ns = try wiredNamespace("mon8")
         defer { ns.delete() }

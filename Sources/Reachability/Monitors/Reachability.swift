@@ -54,22 +54,29 @@ public final class Reachability: Sendable, CustomStringConvertible {
     private let state: Locked<State>
     private let engineProvider: @Sendable () -> ReachabilityEngine?
     private let gate = CallbackGate()
-    /// The queue callbacks, the delegate and notifications run on.
+    /// The queue callbacks, the delegate and notifications run on: the one given at creation,
+    /// or a private serial queue (for ``shared``, and by default one that targets the
+    /// namespace's evaluation queue; see ``init(target:namespace:queue:resolver:resolutionTimeout:)``).
     public let callbackQueue: DispatchQueue
 
-    private init(target: ReachabilityTarget, queue: DispatchQueue? = nil,
+    /// `engineQueue`, when known, is the target of the default callback queue: a delivery then
+    /// joins the engine's queue instead of waking a thread of its own.
+    private init(target: ReachabilityTarget, queue: DispatchQueue? = nil, engineQueue: DispatchQueue? = nil,
                  engine: @escaping @Sendable () -> ReachabilityEngine?) {
         state = Locked(State(target: target))
         engineProvider = engine
-        callbackQueue = queue ?? DispatchQueue(label: "Reachability.callbacks")
+        callbackQueue = queue ?? DispatchQueue(label: "Reachability.callbacks", target: engineQueue)
     }
 
     /// A monitor of any target in `namespace`.
     /// - Parameters:
     ///   - target: What to watch.
     ///   - namespace: The network namespace (default: the current one).
-    ///   - queue: Where callbacks, the delegate and notifications run (a serial queue; default:
-    ///     a private one).
+    ///   - queue: Where callbacks, the delegate and notifications run (a serial queue). By
+    ///     default, a private serial queue that targets the namespace's evaluation queue: each
+    ///     callback runs right after the evaluation that produced it, on the same thread, with no
+    ///     thread woken for it. A callback that blocks there holds up the namespace's next
+    ///     evaluation (never the kernel reader); pass a queue of your own for long work.
     ///   - resolver: Resolves host names. By default the process-wide engine of the namespace
     ///     resolves with ``SystemHostResolver``; with a resolver of its own the monitor gets an
     ///     engine of its own (still on the namespace's one kernel subscription).
@@ -90,7 +97,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
                 engine = try ReachabilityEngine.shared(namespace: namespace)
             }
         } catch { throw .netlink(error) }
-        self.init(target: target, queue: queue, engine: { engine })
+        self.init(target: target, queue: queue, engineQueue: engine.queue, engine: { engine })
     }
 
     /// A monitor of a host name (resolved in the namespace; re-resolved when the network changes).
