@@ -25,6 +25,7 @@ echo "== building reach (release) and the peers"
 (cd "$root" && swift build -c release --product reach 2>&1 | tail -1)
 sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
 gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
+gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
 (cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
 
 echo "== in-process benchmarks (ordo-one/benchmark)"

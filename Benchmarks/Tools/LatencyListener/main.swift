@@ -5,6 +5,10 @@
 //                                          subscription's own thread
 //   latency-listener reachability ADDRESS  one line per change of a Reachability monitor's
 //                                          answer, printed from its callback queue
+//   latency-listener subscription-hop      one line per NetlinkEvent, printed from a dispatch
+//                                          queue the subscription's thread hands it to: the
+//                                          cost of one DispatchQueue.async on this machine, the
+//                                          least that a callback on a queue of its own can pay
 //
 // Prints READY once subscribed. `reach events` and `reach watch` are measured beside it; they
 // add classification, JSON or text formatting, which the peers do not do.
@@ -28,6 +32,15 @@ case "subscription":
     }
     printLine("READY\n")
     withExtendedLifetime(observation) { while true { pause() } }
+case "subscription-hop":
+    let subscription = try NetlinkSubscription()
+    let queue = DispatchQueue(label: "latency-listener.hop")
+    let observation = subscription.observeOnSubscriptionThread { event in
+        if case .snapshot = event { return }
+        queue.async { printLine("EV\n") }
+    }
+    printLine("READY\n")
+    withExtendedLifetime(observation) { while true { pause() } }
 case "reachability" where arguments.count == 3:
     guard let address = IPAddress(arguments[2]) else {
         printLine("latency-listener: not an address literal\n")
@@ -40,6 +53,6 @@ case "reachability" where arguments.count == 3:
     printLine("READY\n")
     withExtendedLifetime(monitor) { while true { pause() } }
 default:
-    printLine("usage: latency-listener subscription | latency-listener reachability ADDRESS\n")
+    printLine("usage: latency-listener subscription | subscription-hop | reachability ADDRESS\n")
     exit(2)
 }
