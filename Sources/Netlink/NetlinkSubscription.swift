@@ -121,6 +121,27 @@ public final class NetlinkSubscription: Sendable {
         return NetlinkObservation(subscription: self, observer: observer)
     }
 
+    /// Calls `handler` on the subscription's own thread with the events of each batch the
+    /// subscription publishes, in one call: the first change after a wake-up on its own (so that
+    /// it is not held back), then the rest of that wake-up's reads together.
+    ///
+    /// For consumers that do per-batch work once rather than per event: write their output with
+    /// one system call, take one lock, or judge a burst as a whole. The rules of
+    /// ``observeOnSubscriptionThread(onTermination:_:)`` apply: the first call carries
+    /// ``NetlinkEvent/snapshot(_:)`` alone, `handler` must return quickly and must not block, and
+    /// cancellation works the same way. ``state`` read inside `handler` already includes the
+    /// whole batch.
+    ///
+    /// - Parameters:
+    ///   - onTermination: Called once if the subscription ends (the namespace was deleted).
+    ///   - handler: Called with each batch, never with an empty one.
+    public func observeBatchesOnSubscriptionThread(onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
+                                                   _ handler: @escaping @Sendable ([NetlinkEvent]) -> Void) -> NetlinkObservation {
+        let observer = CallbackObserver(queue: nil, batchHandler: handler, onTermination: onTermination)
+        publisher.attach(observer)
+        return NetlinkObservation(subscription: self, observer: observer)
+    }
+
     /// Every event as an asynchronous sequence, starting with ``NetlinkEvent/snapshot(_:)``.
     /// The sequence keeps the subscription alive while it is iterated; it ends by throwing the
     /// ``NetlinkError`` that ended the subscription.

@@ -37,11 +37,19 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
     private var cancelled = false
     private var runningThread: pthread_t?
     private let queue: DispatchQueue?
-    private let handler: @Sendable (NetlinkEvent) -> Void
+    private let handler: Handler
     private let onTermination: (@Sendable (NetlinkError) -> Void)?
+
+    /// What the observer is called with: each event, or each published batch at once.
+    enum Handler {
+        case each(@Sendable (NetlinkEvent) -> Void)
+        case batch(@Sendable ([NetlinkEvent]) -> Void)
+    }
 
     private enum Item {
         case event(NetlinkEvent)
+        /// One published batch, for a batch handler.
+        case batch([NetlinkEvent])
         case terminated(NetlinkError)
     }
 
@@ -49,11 +57,24 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
     init(queue: DispatchQueue?, handler: @escaping @Sendable (NetlinkEvent) -> Void,
          onTermination: (@Sendable (NetlinkError) -> Void)?) {
         self.queue = queue
-        self.handler = handler
+        self.handler = .each(handler)
         self.onTermination = onTermination
     }
 
-    func enqueue(_ events: [NetlinkEvent]) { append(events.map(Item.event)) }
+    /// An observer called once per published batch; `queue` as above.
+    init(queue: DispatchQueue?, batchHandler: @escaping @Sendable ([NetlinkEvent]) -> Void,
+         onTermination: (@Sendable (NetlinkError) -> Void)?) {
+        self.queue = queue
+        self.handler = .batch(batchHandler)
+        self.onTermination = onTermination
+    }
+
+    func enqueue(_ events: [NetlinkEvent]) {
+        switch handler {
+        case .each: append(events.map(Item.event))
+        case .batch: append([.batch(events)])
+        }
+    }
 
     func terminate(_ error: NetlinkError) { append([.terminated(error)]) }
 
@@ -89,9 +110,11 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
                     return true
                 }
                 guard go else { return }
-                switch item {
-                case .event(let event): handler(event)
-                case .terminated(let error): onTermination?(error)
+                switch (item, handler) {
+                case (.event(let event), .each(let handler)): handler(event)
+                case (.batch(let events), .batch(let handler)): handler(events)
+                case (.terminated(let error), _): onTermination?(error)
+                case (.event, .batch), (.batch, .each): break  // never enqueued
                 }
                 lock.withLock {
                     runningThread = nil

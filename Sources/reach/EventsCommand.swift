@@ -31,15 +31,16 @@ struct EventsCommand: ParsableCommand {
         let printer = EventPrinter(json: json, classifier: LinkClassificationCache(
             source: .live(namespace), policy: try ConstrainedLinkPolicy.system()))
         // Lines are printed on the subscription's own thread as each read is parsed: no queue
-        // hop. A consumer that stops reading blocks that thread; the kernel then drops
-        // notifications and the stream goes on with `resynchronized`.
+        // hop, and one write(2) for the lines of one batch. A consumer that stops reading
+        // blocks that thread; the kernel then drops notifications and the stream goes on with
+        // `resynchronized`.
         let ended = Locked<NetlinkError?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let observation = subscription.observeOnSubscriptionThread(onTermination: { error in
+        let observation = subscription.observeBatchesOnSubscriptionThread(onTermination: { error in
             ended.withLock { $0 = error }
             done.signal()
-        }) { event in
-            printer.print(event, names: subscription.state)
+        }) { events in
+            printer.print(events, names: subscription.state)
         }
         EventsCommand.keepAlive.withLock { $0 = observation }
         // The main thread sleeps in a futex until the subscription ends.
@@ -55,7 +56,20 @@ struct EventPrinter: Sendable {
     /// Classifies links for their `type` and `kind`; reads sysfs only for new or renamed links.
     let classifier: LinkClassificationCache
 
-    func print(_ event: NetlinkEvent, names state: NetworkState) {
+    /// Prints the lines of one batch of events with one write. `state` is the namespace's state
+    /// after the batch, which names the links of addresses and routes.
+    func print(_ events: [NetlinkEvent], names state: NetworkState) {
+        var out = LineBuffer(json: json)
+        for event in events { render(event, names: state, into: &out) }
+        Output.lines(out.bytes)
+    }
+
+    private func render(_ event: NetlinkEvent, names state: NetworkState, into out: inout LineBuffer) {
+        func emit(_ event: String, _ object: String, _ value: @autoclosure () -> JSON,
+                  old: @autoclosure () -> JSON? = nil, human: @autoclosure () -> String) {
+            self.emit(event, object, value(), old: old(), human: human(), into: &out)
+        }
+        func line(_ text: String) { out.append(text) }
         switch event {
         case .snapshot(let snapshot):
             let classifications = classifier.classifications(of: Array(snapshot.links.values))
@@ -66,7 +80,7 @@ struct EventPrinter: Sendable {
                 emit("present", "address", address.json, human: describe(address, state: snapshot))
             }
             for route in snapshot.sortedDefaultRoutes { emit("present", "route", route.json, human: describe(route, state: snapshot)) }
-            line(json ? header("synchronized", nil).serialized : "synchronized")
+            if json { out.append(header("synchronized", nil)) } else { line("synchronized") }
         case .link(let change):
             switch change {
             case .new(let link): emit("new", "link", json(link, state), human: describe(link))
@@ -93,11 +107,17 @@ struct EventPrinter: Sendable {
             case .changed(let old, let new): emit("changed", "route", new.json, old: old.json, human: describe(new, state: state))
             }
         case .rulesChanged(let family):
-            line(json ? JSON.object(header("changed", "rules") + [("family", .string(family.description))]).serialized
-                 : "changed rules \(family)")
+            if json {
+                out.append(.object(header("changed", "rules") + [("family", .string(family.description))]))
+            } else {
+                line("changed rules \(family)")
+            }
         case .resynchronized(let reason):
-            line(json ? JSON.object(header("resynchronized", nil) + [("reason", .string(reason.description))]).serialized
-                 : "resynchronized (\(reason))")
+            if json {
+                out.append(.object(header("resynchronized", nil) + [("reason", .string(reason.description))]))
+            } else {
+                line("resynchronized (\(reason))")
+            }
         }
     }
 
@@ -107,16 +127,16 @@ struct EventPrinter: Sendable {
         return fields
     }
 
-    /// Prints one event line. Only the form asked for is built: the JSON values and the human
+    /// Adds one event line. Only the form asked for is built: the JSON values and the human
     /// text are evaluated lazily.
     private func emit(_ event: String, _ object: String, _ value: @autoclosure () -> JSON,
-                      old: @autoclosure () -> JSON? = nil, human: @autoclosure () -> String) {
+                      old: @autoclosure () -> JSON?, human: @autoclosure () -> String, into out: inout LineBuffer) {
         if json {
             var fields = header(event, object) + [(object, value())]
             if let old = old() { fields.append(("old", old)) }
-            line(JSON.object(fields).serialized)
+            out.append(.object(fields))
         } else {
-            line("\(event) \(object) \(human())")
+            out.append("\(event) \(object) \(human())")
         }
     }
 
@@ -138,8 +158,6 @@ struct EventPrinter: Sendable {
     private func classification(_ link: Link, _ classifications: [Int32: LinkClassification]) -> LinkClassification {
         classifications[link.index] ?? LinkClassifier.classify(LinkFacts(link: link))
     }
-
-    private func line(_ text: String) { Output.line(text) }
 
     private func describe(_ link: Link) -> String {
         "\(link.index) \(link.name)\(link.kind.map { " (\($0))" } ?? "") \(link.flags) operstate \(link.operState) mtu \(link.mtu)"
@@ -165,5 +183,23 @@ struct EventPrinter: Sendable {
             text = text.replacingOccurrences(of: "dev #\(index)", with: "dev \(name)")
         }
         return text
+    }
+}
+
+/// The lines of one batch, as the bytes that will be written: JSON is serialized straight into
+/// them, with no string in between.
+struct LineBuffer {
+    private(set) var bytes: [UInt8] = []
+
+    init(json: Bool) { bytes.reserveCapacity(json ? 1024 : 256) }
+
+    mutating func append(_ value: JSON) {
+        value.write(to: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+    }
+
+    mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+        bytes.append(UInt8(ascii: "\n"))
     }
 }

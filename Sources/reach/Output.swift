@@ -9,6 +9,12 @@ enum Output {
         writeAll(STDOUT_FILENO, &line)
     }
 
+    /// Writes `bytes` (whole lines, each ending in a newline) with as few `write(2)` calls as
+    /// the pipe allows: the lines of one batch of events leave together.
+    static func lines(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { writeAll(STDOUT_FILENO, UnsafeRawBufferPointer($0)) }
+    }
+
     /// One line on standard error, prefixed with the tool's name. Control characters and line
     /// separators become `?`: argument-parser's messages quote the arguments as they came.
     static func error(_ text: String) {
@@ -24,16 +30,21 @@ enum Output {
 
     /// Writes the string's UTF-8 bytes in place (a native string is contiguous: no copy).
     private static func writeAll(_ fd: Int32, _ text: inout String) {
-        text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    exit(errno == EPIPE ? 0 : 2)
-                }
-                offset += n
+        text.withUTF8 { writeAll(fd, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Writes every byte, going on after short writes and interruptions. A closed pipe ends the
+    /// tool quietly (exit 0, like `head` closing it); any other failure exits 2.
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, base + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                exit(errno == EPIPE ? 0 : 2)
             }
+            offset += n
         }
     }
 }

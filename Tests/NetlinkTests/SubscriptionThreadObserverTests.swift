@@ -28,6 +28,35 @@ struct SubscriptionThreadObserverTests {
         #expect(!threads.contains(UInt(pthread_self())))
     }
 
+    /// A batch observer sees the same events as a per-event observer, in the same order, in
+    /// batches: the snapshot alone first, never an empty batch, and a burst of kernel messages
+    /// read in one wake-up in fewer calls than events.
+    @Test func batchObserversSeeTheSameEventsInFewerCalls() throws {
+        let ns = try TestNamespace("inlinebatch")
+        defer { ns.delete() }
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up", "address add 10.3.0.1/24 dev dum0"])
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        let single = Mutex<[NetlinkEvent]>([])
+        let batches = Mutex<[[NetlinkEvent]]>([])
+        // Both attach before any change, so both start from the same state.
+        let each = subscription.observeOnSubscriptionThread { event in single.withLock { $0.append(event) } }
+        let batched = subscription.observeBatchesOnSubscriptionThread { events in batches.withLock { $0.append(events) } }
+        defer { each.cancel(); batched.cancel() }
+        #expect(eventually { batches.withLock { $0.count } == 1 })
+        // One ip -batch: the link's changes and its 40 routes reach the socket in a burst.
+        try ns.batch(["link set dum0 up"] + (0..<40).map { "route add 10.4.\($0).0/24 dev dum0" } + ["link set dum0 mtu 1400"])
+        #expect(eventually { batches.withLock { $0.last?.contains { $0.linkChange?.value.mtu == 1400 } == true } })
+        #expect(eventually { single.withLock { $0.contains { $0.linkChange?.value.mtu == 1400 } } })
+        let (perEvent, perBatch) = (single.withLock { $0 }, batches.withLock { $0 })
+        if case .snapshot = perBatch.first?.first, perBatch.first?.count == 1 {} else {
+            Issue.record("the first batch must be the snapshot alone, not \(String(describing: perBatch.first))")
+        }
+        #expect(!perBatch.contains { $0.isEmpty })
+        #expect(Array(perEvent.dropFirst()) == Array(perBatch.dropFirst().joined()), "the same events in the same order")
+        #expect(perBatch.count - 1 < perEvent.count - 1, "\(perEvent.count - 1) events came in \(perBatch.count - 1) batches")
+    }
+
     @Test func cancelFromAnotherThreadOrFromInsideStopsDelivery() throws {
         let ns = try TestNamespace("inlinecancel")
         defer { ns.delete() }
