@@ -107,6 +107,31 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // 3b. The floor of the notification channel, without the library: 10 000 posts of
+    //     `statusDidChangeNotification` with the userInfo a monitor posts (status, answer,
+    //     target, previous status), from 10 000 objects, with nobody observing. What the
+    //     "posting notifications" figure above adds to the closures-only one is mostly this.
+    nonisolated(unsafe) var posting: (objects: [Reachability], answer: ReachabilityAnswer)!
+    Benchmark("10000 NotificationCenter posts with a monitor's userInfo",
+              configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], warmupIterations: 1, maxIterations: 50)) { benchmark in
+        for _ in benchmark.scaledIterations {
+            for object in posting.objects {
+                var userInfo = [AnyHashable: Any](minimumCapacity: 24)
+                userInfo[Reachability.statusUserInfoKey] = posting.answer.status
+                userInfo[Reachability.answerUserInfoKey] = posting.answer
+                userInfo[Reachability.targetUserInfoKey] = object.target
+                userInfo[Reachability.previousStatusUserInfoKey] = posting.answer.status
+                NotificationCenter.default.post(name: Reachability.statusDidChangeNotification, object: object, userInfo: userInfo)
+            }
+        }
+    } setup: {
+        let namespace = try smallNamespace().namespace
+        let objects = try benchmarkAddresses(monitorCount).map { try Reachability(address: $0, namespace: namespace) }
+        posting = (objects, objects[0].answer)
+    } teardown: {
+        posting = nil
+    }
+
     // 4. Start-up with 1 000 000 IPv4 routes and 1 000 links: a subscription's initial state
     //    and the internet's first answer.
     nonisolated(unsafe) var big: BenchNamespace!
