@@ -76,7 +76,9 @@ public final class Reachability: Sendable, CustomStringConvertible {
     ///     default, a private serial queue that targets the namespace's evaluation queue: each
     ///     callback runs right after the evaluation that produced it, on the same thread, with no
     ///     thread woken for it. A callback that blocks there holds up the namespace's next
-    ///     evaluation (never the kernel reader); pass a queue of your own for long work.
+    ///     evaluation (never the kernel reader); pass a queue of your own for long work. The
+    ///     default queues of a namespace share that one serial target: from inside such a
+    ///     callback, `sync` onto another monitor's default queue would wait for itself.
     ///   - resolver: Resolves host names. By default the process-wide engine of the namespace
     ///     resolves with ``SystemHostResolver``; with a resolver of its own the monitor gets an
     ///     engine of its own (still on the namespace's one kernel subscription).
