@@ -285,6 +285,11 @@ struct MonitorDeliveryTests {
         let didOverlap = overlapped.load(ordering: .relaxed)
         #expect(!didOverlap, "default-queue callbacks of one namespace never overlap")
         for monitor in [first, second, third] { monitor.stopListening() }
+
+        // The shared instance too (only read here: the process's own namespace is not changed).
+        let current = try ReachabilityEngine.shared(namespace: .current)
+        current.queue.setSpecific(key: key, value: "current engine")
+        #expect(Reachability.shared.callbackQueue.sync { DispatchQueue.getSpecific(key: key) } == "current engine")
     }
 
     @Test func anAddressPairFollowsSourcePolicyRules() throws {

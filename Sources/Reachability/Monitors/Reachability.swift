@@ -34,9 +34,9 @@ public final class Reachability: Sendable, CustomStringConvertible {
     public static let targetUserInfoKey = "target"
 
     /// The internet in the current namespace; call ``startListening()`` to be told of changes.
-    public static let shared: Reachability = Reachability(target: .internet, engine: {
-        try? ReachabilityEngine.shared(namespace: .current)
-    })
+    public static let shared: Reachability = Reachability(
+        target: .internet, engineQueue: (try? ReachabilityEngine.shared(namespace: .current))?.queue,
+        engine: { try? ReachabilityEngine.shared(namespace: .current) })
 
     private struct State {
         var target: ReachabilityTarget
@@ -55,8 +55,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
     private let engineProvider: @Sendable () -> ReachabilityEngine?
     private let gate = CallbackGate()
     /// The queue callbacks, the delegate and notifications run on: the one given at creation,
-    /// or a private serial queue (for ``shared``, and by default one that targets the
-    /// namespace's evaluation queue; see ``init(target:namespace:queue:resolver:resolutionTimeout:)``).
+    /// or a private serial queue that targets the namespace's evaluation queue (see
+    /// ``init(target:namespace:queue:resolver:resolutionTimeout:)``).
     public let callbackQueue: DispatchQueue
 
     /// `engineQueue`, when known, is the target of the default callback queue: a delivery then
