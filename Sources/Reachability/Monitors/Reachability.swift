@@ -56,7 +56,9 @@ public final class Reachability: Sendable, CustomStringConvertible {
     private let gate = CallbackGate()
     /// The queue callbacks, the delegate and notifications run on: the one given at creation,
     /// or a private serial queue that targets the namespace's evaluation queue (see
-    /// ``init(target:namespace:queue:resolver:resolutionTimeout:)``).
+    /// ``init(target:namespace:queue:resolver:resolutionTimeout:)``; for ``shared``, the queue
+    /// of the engine it first used: should that engine's subscription ever fail and a new one
+    /// take over, its callbacks still run, on their own).
     public let callbackQueue: DispatchQueue
 
     /// `engineQueue`, when known, is the target of the default callback queue: a delivery then
@@ -74,8 +76,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
     ///   - namespace: The network namespace (default: the current one).
     ///   - queue: Where callbacks, the delegate and notifications run (a serial queue). By
     ///     default, a private serial queue that targets the namespace's evaluation queue: each
-    ///     callback runs right after the evaluation that produced it, on the same thread, with no
-    ///     thread woken for it. A callback that blocks there holds up the namespace's next
+    ///     callback runs right after the evaluation round that produced it and before the next
+    ///     round, on the same thread, with no thread woken for it. A callback that blocks there holds up the namespace's next
     ///     evaluation (never the kernel reader); pass a queue of your own for long work. The
     ///     default queues of a namespace share that one serial target: from inside such a
     ///     callback, `sync` onto another monitor's default queue would wait for itself.

@@ -44,7 +44,13 @@ final class ReachabilityEngine: Sendable {
     private struct State {
         var entries: [ReachabilityTarget: Entry] = [:]
         var nextID: UInt64 = 1
+        /// A round will pick up the changes noted so far: one is queued, or one is running and
+        /// will queue the next when it ends.
         var evaluationScheduled = false
+        /// A round is running. Changes noted meanwhile queue the next round when it ends, after
+        /// its deliveries: a callback queue that targets the engine's queue then runs a round's
+        /// callbacks before the next round is evaluated, so callbacks keep the rounds' order.
+        var roundRunning = false
         var networkChangedForHosts = false
         /// What changed since the last round: the destinations of changed routes, or
         /// everything (a link, an address, a resynchronization, or too many routes to list).
@@ -157,7 +163,7 @@ final class ReachabilityEngine: Sendable {
             state.termination = error
             state.everythingChanged = true
             defer { state.evaluationScheduled = true }
-            return !state.evaluationScheduled
+            return !state.evaluationScheduled && !state.roundRunning
         }
         if schedule { queue.async { [self] in evaluateAll() } }
     }
@@ -318,7 +324,7 @@ final class ReachabilityEngine: Sendable {
                 for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
             }
             defer { state.evaluationScheduled = true }
-            return !state.evaluationScheduled
+            return !state.evaluationScheduled && !state.roundRunning
         }
         // Events of one netlink read arrive in one block on this queue; evaluating in the next
         // block evaluates once per read, whatever the number of events.
@@ -331,6 +337,7 @@ final class ReachabilityEngine: Sendable {
     private func evaluateAll() {
         let (targets, reresolve, affected, sharedTable) = state.withLock { state in
             state.evaluationScheduled = false
+            state.roundRunning = true
             defer {
                 state.networkChangedForHosts = false
                 state.everythingChanged = false
@@ -363,6 +370,13 @@ final class ReachabilityEngine: Sendable {
         for target in plan.individual { evaluateAndStore(target, in: snapshot, lookups: plan.results, batch: batch) }
         batch.send()
         for observer in state.withLock({ Array($0.roundObservers.values) }) { observer(snapshot) }
+        // Changes noted during this round get the next one, queued behind this round's
+        // deliveries (see `State.roundRunning`).
+        let again = state.withLock { state in
+            state.roundRunning = false
+            return state.evaluationScheduled
+        }
+        if again { queue.async { [self] in evaluateAll() } }
     }
 
     /// Whether routes to `changed` destinations can change the answer for `target`. The internet,
