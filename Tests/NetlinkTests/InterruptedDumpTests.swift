@@ -33,11 +33,14 @@ struct InterruptedDumpTests {
         // `ip -batch` may not have started yet (a liveness bound only).
         #expect(eventually { churn.rounds.load(ordering: .relaxed) >= 1 }, "the churn runs")
 
-        // Plain dumps, read as the kernel sends them, get marked.
+        // Plain dumps, read as the kernel sends them, get marked. They go on until one is, for
+        // as long as the churn makes progress (five more rounds of 40 link changes): a count of
+        // dumps was not enough on a loaded machine, where `ip -batch` can stall for a while.
         var marked = 0
-        for _ in 0..<40 where marked == 0 {
+        let firstRound = churn.rounds.load(ordering: .relaxed)
+        let giveUp = ContinuousClock.now + .seconds(60)  // a liveness bound only
+        while marked == 0, churn.rounds.load(ordering: .relaxed) < firstRound + 5, ContinuousClock.now < giveUp {
             marked += try namespace.perform { () throws(NetlinkError) in try interruptedLinkDumpCount() }
-            usleep(2_000)
         }
         #expect(marked > 0, "the churn interrupts link dumps (NLM_F_DUMP_INTR)")
 
