@@ -38,9 +38,11 @@ struct SubscriptionThreadObserverTests {
         _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
         try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up", "address add 10.3.0.1/24 dev dum0"])
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
-        let single = Mutex<[NetlinkEvent]>([])
-        let batches = Mutex<[[NetlinkEvent]]>([])
-        // Both attach before any change, so both start from the same state.
+        // Pthread-based locks: written on the subscription's thread, read on the test's, and the
+        // thread sanitizer does not see `Mutex`'s synchronization.
+        let single = Locked<[NetlinkEvent]>([])
+        let batches = Locked<[[NetlinkEvent]]>([])
+        // Both attach before the burst below.
         let each = subscription.observeOnSubscriptionThread { event in single.withLock { $0.append(event) } }
         let batched = subscription.observeBatchesOnSubscriptionThread { events in batches.withLock { $0.append(events) } }
         defer { each.cancel(); batched.cancel() }
