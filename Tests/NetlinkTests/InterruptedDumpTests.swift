@@ -59,11 +59,7 @@ struct InterruptedDumpTests {
         // Its thread is held a moment at each of the first link changes, so that the buffer
         // overflows and the state is re-read while links come and go.
         let subscription = try NetlinkSubscription(namespace: namespace, options: SubscriptionOptions(receiveBufferSize: 1))
-        let holds = Atomic<Int>(0)
-        let staller = subscription.observeOnSubscriptionThread { event in
-            guard case .link = event, holds.add(1, ordering: .relaxed).newValue <= 3 else { return }
-            usleep(200_000)
-        }
+        let staller = SubscriptionHold(subscription, times: 3, for: .milliseconds(200)) { $0.linkChange != nil }
         defer { staller.cancel() }
         #expect(eventually { subscription.resynchronizationCount >= 3 }, "the churn overflows the subscription")
         churn.stop()

@@ -1,7 +1,6 @@
 import Glibc
 import Netlink
 import NetnsTestSupport
-import Synchronization
 import Testing
 
 @Suite("Overflow is detected and repaired", .enabled(if: namespacesAvailable, "needs root and iproute2"))
@@ -16,16 +15,7 @@ struct OverflowTests {
             let recorder = EventRecorder(subscription)
             // Hold the subscription's thread at the burst's first change, so that the kernel's
             // notifications pile up in the buffer whatever the speed of this machine.
-            let stalled = Mutex(false)
-            let staller = subscription.observeOnSubscriptionThread { event in
-                guard case .address = event else { return }
-                let first = stalled.withLock { done in
-                    defer { done = true }
-                    return !done
-                }
-                guard first else { return }
-                usleep(500_000)
-            }
+            let staller = SubscriptionHold(subscription, for: .milliseconds(500)) { $0.addressChange != nil }
             defer { staller.cancel() }
             var burst: [String] = []
             for i in 0..<3000 { burst.append("address add 10.\(100 + i / 250).\(i % 250).1/32 dev dum0") }

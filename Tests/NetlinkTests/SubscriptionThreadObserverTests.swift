@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Netlink
 import NetnsTestSupport
@@ -48,22 +47,12 @@ struct SubscriptionThreadObserverTests {
         defer { each.cancel(); batched.cancel() }
         // Holds the subscription's thread at the first change until the burst below is queued
         // in the kernel, so that the rest of it is read in one wake-up on any machine.
-        let release = DispatchSemaphore(value: 0)
-        let held = Mutex(false)
-        let staller = subscription.observeOnSubscriptionThread { event in
-            guard case .link = event else { return }
-            let first = held.withLock { wasHeld in
-                defer { wasHeld = true }
-                return !wasHeld
-            }
-            guard first else { return }
-            _ = release.wait(timeout: .now() + 10)
-        }
+        let staller = SubscriptionHold(subscription, for: .seconds(10)) { $0.linkChange != nil }
         defer { staller.cancel() }
         #expect(eventually { batches.withLock { $0.count } >= 1 })
         // One ip -batch: the link's changes and its 40 routes reach the socket in a burst.
         try ns.batch(["link set dum0 up"] + (0..<40).map { "route add 10.4.\($0).0/24 dev dum0" } + ["link set dum0 mtu 1400"])
-        release.signal()
+        staller.release()
         let isFirst: @Sendable (NetlinkEvent) -> Bool = { $0.linkChange?.value.name == "dum0" && $0.linkChange?.value.isUp == true }
         let isLast: @Sendable (NetlinkEvent) -> Bool = { $0.linkChange?.value.mtu == 1400 }
         #expect(eventually { batches.withLock { $0.contains { $0.contains(where: isLast) } } })
