@@ -60,7 +60,9 @@ def latency():
     """Benchmarks/latency/flip_latency (the idea of ../shared/bench/latency.py, in C): every
     listener in the same run, taking turns in 6 rounds of 50 flips, so a slow minute of the VM
     falls on all of them. The library is measured with a callback that prints one short line,
-    as the peers' do (`latency-listener`), and as `reach events --json` and `reach watch`.
+    as the peers' do (`latency-listener`), and as `reach events --json` and `reach watch`. A
+    `Reachability` monitor is measured with its default callback queue and with the
+    namespace's evaluation queue (`Reachability.evaluationQueue(in:)`) as its callback queue.
 
     Two more references: `raw_reachability`, the bare-C floor for an *answer* (it reads the
     burst, asks the kernel for the target's route and prints when the answer changed, which is
@@ -74,6 +76,7 @@ def latency():
                 ("NetlinkSubscription callback", f"{LISTENER} subscription"),
                 ("NetlinkSubscription callback + one DispatchQueue.async", f"{LISTENER} subscription-hop"),
                 ("Reachability callback, 10.200.0.2", f"{LISTENER} reachability 10.200.0.2"),
+                ("Reachability callback on the evaluation queue, 10.200.0.2", f"{LISTENER} reachability-inline 10.200.0.2"),
                 ("reach events --json", f"{REACH} events --json"), ("reach watch 10.200.0.2", f"{REACH} watch 10.200.0.2")]
     out = subprocess.run([HARNESS, "-n", "50", "-r", "6"] + [f"{i}={command}" for i, (_, command) in enumerate(commands)],
                          capture_output=True, text=True, check=True).stdout

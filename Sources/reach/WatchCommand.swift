@@ -33,12 +33,15 @@ struct WatchCommand: ParsableCommand {
         // Opened first, so the monitors' engine finds it with the options asked for.
         let subscription = try subscriptionOption.openSubscription(in: namespace)
         let ended = EndOfMonitoring()
+        // The callbacks run on the namespace's evaluation queue itself, inside the round that
+        // judged the change, on the thread that read the kernel's message: the lines of every
+        // target come out in order, with no thread woken between the kernel and the line. A
+        // line is one short write; should stdout block, the subscription's buffer absorbs the
+        // events meanwhile and, if it overflows, the state is read again.
+        let queue = try Reachability.evaluationQueue(in: namespace)
         let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
             .map { text, target throws(ReachabilityError) -> Reachability in
-                // The default callback queue: each targets the namespace's one evaluation queue,
-                // so the lines of every target come out in order, printed by the thread that
-                // evaluated them, with no other thread woken for them.
-                let monitor = try Reachability(target: target, namespace: namespace)
+                let monitor = try Reachability(target: target, namespace: namespace, queue: queue)
                 let json = self.json
                 monitor.onChange = { _, answer in
                     if json {

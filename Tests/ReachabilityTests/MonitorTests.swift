@@ -294,6 +294,46 @@ struct MonitorDeliveryTests {
         #expect(Reachability.shared.callbackQueue.sync { DispatchQueue.getSpecific(key: key) } == "current engine")
     }
 
+    /// A monitor whose callback queue is the namespace's evaluation queue gets its changes
+    /// inside the round, on the subscription's own thread (no thread woken between the kernel
+    /// and the callback); when it stops, rounds go back to the queue.
+    @Test func callbacksOnTheEvaluationQueueRunOnTheKernelReader() throws {
+        let ns = try wiredNamespace("mon7e")
+        defer { ns.delete() }
+        let queue = try Reachability.evaluationQueue(in: .named(ns.name))
+        let engine = try ReachabilityEngine.shared(namespace: .named(ns.name))
+        #expect(queue === engine.queue)
+        let key = DispatchSpecificKey<String>()
+        engine.queue.setSpecific(key: key, value: "engine")
+        let inline = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name), queue: queue)
+        let byDefault = try Reachability(address: IPAddress("10.1.0.10")!, namespace: .named(ns.name))
+        let seen = Locked<[(monitor: String, reachable: Bool, queue: String?, thread: String)]>([])
+        for (name, monitor) in [("inline", inline), ("default", byDefault)] {
+            monitor.onChange = { _, answer in
+                let entry = (name, answer.isReachable, DispatchQueue.getSpecific(key: key), currentThreadName())
+                seen.withLock { $0.append(entry) }
+            }
+            monitor.startListening()
+        }
+        #expect(engine.inlineWatcherCount == 1)
+        #expect(eventually { seen.withLock { $0.count } == 2 })
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { seen.withLock { $0.filter { !$0.reachable }.count } == 2 })
+        let changes = seen.withLock { $0.filter { !$0.reachable } }
+        let inlineChange = changes.first { $0.monitor == "inline" }
+        #expect(inlineChange?.queue == "engine")
+        #expect(inlineChange?.thread.hasPrefix("netlink") == true, "ran on \(inlineChange?.thread ?? "-")")
+        #expect(changes.first { $0.monitor == "default" }?.queue == "engine")
+        inline.stopListening()
+        #expect(engine.inlineWatcherCount == 0)
+        inline.stopListening()
+        #expect(engine.inlineWatcherCount == 0, "stopping twice counts once")
+        try ns.ip("link", "set", "vb", "up")
+        #expect(eventually { seen.withLock { $0.filter { $0.monitor == "default" && $0.reachable }.count } == 2 })
+        #expect(seen.withLock { $0.filter { $0.monitor == "inline" }.count } == 2, "a stopped monitor is not called")
+        byDefault.stopListening()
+    }
+
     @Test func anAddressPairFollowsSourcePolicyRules() throws {
         let ns = try wiredNamespace("mon8")
         defer { ns.delete() }
@@ -413,4 +453,9 @@ struct HostNameAnswerTests {
         #expect(monitor.answer.addresses == [IPAddress("198.51.100.2")!])
         #expect(!monitor.isListening)
     }
+}
+
+/// The name of the calling thread, as the kernel knows it (`/proc/thread-self/comm`).
+func currentThreadName() -> String {
+    ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
 }

@@ -4,7 +4,11 @@
 //   latency-listener subscription          one line per NetlinkEvent, printed from the
 //                                          subscription's own thread
 //   latency-listener reachability ADDRESS  one line per change of a Reachability monitor's
-//                                          answer, printed from its callback queue
+//                                          answer, printed from its default callback queue
+//   latency-listener reachability-inline ADDRESS
+//                                          the same, with the namespace's evaluation queue as
+//                                          the callback queue: printed inside the round, on
+//                                          the thread that read the kernel's message
 //   latency-listener subscription-hop      one line per NetlinkEvent, printed from a dispatch
 //                                          queue the subscription's thread hands it to: the
 //                                          cost of one DispatchQueue.async on this machine, the
@@ -41,18 +45,19 @@ case "subscription-hop":
     }
     printLine("READY\n")
     withExtendedLifetime(observation) { while true { pause() } }
-case "reachability" where arguments.count == 3:
+case "reachability" where arguments.count == 3, "reachability-inline" where arguments.count == 3:
     guard let address = IPAddress(arguments[2]) else {
         printLine("latency-listener: not an address literal\n")
         exit(2)
     }
-    let monitor = try Reachability(address: address)
+    let queue = arguments[1] == "reachability-inline" ? try Reachability.evaluationQueue() : nil
+    let monitor = try Reachability(address: address, queue: queue)
     monitor.postsNotifications = false
     monitor.onChange = { _, _ in printLine("CHANGED\n") }
     monitor.startListening()
     printLine("READY\n")
     withExtendedLifetime(monitor) { while true { pause() } }
 default:
-    printLine("usage: latency-listener subscription | subscription-hop | reachability ADDRESS\n")
+    printLine("usage: latency-listener subscription | subscription-hop | reachability ADDRESS | reachability-inline ADDRESS\n")
     exit(2)
 }

@@ -77,10 +77,12 @@ public final class Reachability: Sendable, CustomStringConvertible {
     ///   - queue: Where callbacks, the delegate and notifications run (a serial queue). By
     ///     default, a private serial queue that targets the namespace's evaluation queue: each
     ///     callback runs right after the evaluation round that produced it and before the next
-    ///     round, on the same thread, with no thread woken for it. A callback that blocks there holds up the namespace's next
-    ///     evaluation (never the kernel reader); pass a queue of your own for long work. The
+    ///     round, on the same thread, with no thread woken for it. A callback that blocks there
+    ///     holds up the namespace's next evaluation; pass a queue of your own for long work. The
     ///     default queues of a namespace share that one serial target: from inside such a
-    ///     callback, `sync` onto another monitor's default queue would wait for itself.
+    ///     callback, `sync` onto another monitor's default queue would wait for itself. For the
+    ///     lowest latency, pass ``evaluationQueue(in:)`` itself: callbacks then run inside the
+    ///     round, on the thread that read the kernel's message.
     ///   - resolver: Resolves host names. By default the process-wide engine of the namespace
     ///     resolves with ``SystemHostResolver``; with a resolver of its own the monitor gets an
     ///     engine of its own (still on the namespace's one kernel subscription).
@@ -102,6 +104,26 @@ public final class Reachability: Sendable, CustomStringConvertible {
             }
         } catch { throw .netlink(error) }
         self.init(target: target, queue: queue, engineQueue: engine.queue, engine: { engine })
+    }
+
+    /// The serial queue on which the evaluation rounds of `namespace` run, shared by the
+    /// monitors that have no resolver of their own; the target of their default callback
+    /// queues.
+    ///
+    /// Passed as the `queue` of such a monitor, it makes the monitor's callbacks (its
+    /// delegate, `onChange` and notifications) run inside the evaluation round that produced
+    /// them. While such a monitor listens, a round that a kernel event starts runs on the
+    /// namespace's kernel reader thread, in a `sync` block of this queue: the change reaches the
+    /// callback with no thread woken on the way, as fast as a callback on the kernel reader
+    /// itself (BENCHMARKS.md). The price: while such a monitor listens, anything that runs on
+    /// this queue or on a queue that targets it (every default callback queue of the
+    /// namespace) holds up the kernel reader too, and with it every observer of the
+    /// namespace's `NetlinkSubscription`. Keep those callbacks short and never block in them:
+    /// should the kernel's buffer fill meanwhile, the subscription re-reads the state and every
+    /// answer is judged again, the changes in between folded into one.
+    /// - Throws: ``ReachabilityError/netlink(_:)`` when the namespace cannot be watched.
+    public static func evaluationQueue(in namespace: NetworkNamespace = .current) throws(ReachabilityError) -> DispatchQueue {
+        do { return try ReachabilityEngine.shared(namespace: namespace).queue } catch { throw .netlink(error) }
     }
 
     /// A monitor of a host name (resolved in the namespace; re-resolved when the network changes).
@@ -233,7 +255,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
         }
         guard let target else { return }
         let generation = gate.open()
-        let token = engine.watch(target) { [weak self] answer, batch in
+        let token = engine.watch(target, inline: callbackQueue === engine.queue) { [weak self] answer, batch in
             self?.received(answer, generation: generation, batch: batch)
         }
         let superseded = state.withLock { state -> Bool in

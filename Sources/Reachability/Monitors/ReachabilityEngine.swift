@@ -19,7 +19,13 @@ final class ReachabilityEngine: Sendable {
     final class Token: Sendable {
         let id: UInt64
         let target: ReachabilityTarget
-        init(id: UInt64, target: ReachabilityTarget) { self.id = id; self.target = target }
+        /// Whether the watcher's callbacks run inside the round (see ``watch(_:inline:_:)``).
+        let inline: Bool
+        init(id: UInt64, target: ReachabilityTarget, inline: Bool = false) {
+            self.id = id
+            self.target = target
+            self.inline = inline
+        }
     }
 
     /// What the engine keeps for one target. A class, so that reading or updating one entry
@@ -51,6 +57,9 @@ final class ReachabilityEngine: Sendable {
         /// its deliveries: a callback queue that targets the engine's queue then runs a round's
         /// callbacks before the next round is evaluated, so callbacks keep the rounds' order.
         var roundRunning = false
+        /// Watchers whose callbacks run inside the round: while there are some, a round that
+        /// kernel events start runs on the subscription's thread (see `received(_:)`).
+        var inlineWatchers = 0
         var networkChangedForHosts = false
         /// What changed since the last round: the destinations of changed routes, or
         /// everything (a link, an address, a resynchronization, or too many routes to list).
@@ -141,13 +150,13 @@ final class ReachabilityEngine: Sendable {
     }
 
     /// Starts following the subscription. Its events are sorted on the subscription's own
-    /// thread (a few comparisons each), so that a route change that cannot matter to any target
-    /// costs no wake-up of the evaluation queue.
+    /// thread (a few comparisons each, one lock per batch), so that a route change that cannot
+    /// matter to any target costs no wake-up of the evaluation queue.
     func start() {
-        let observation = subscription.observeOnSubscriptionThread(onTermination: { [weak self] error in
+        let observation = subscription.observeBatchesOnSubscriptionThread(onTermination: { [weak self] error in
             self?.subscriptionEnded(error)
-        }) { [weak self] event in
-            self?.received(event)
+        }) { [weak self] events in
+            self?.received(events)
         }
         state.withLock { $0.observation = observation }
     }
@@ -174,15 +183,23 @@ final class ReachabilityEngine: Sendable {
     /// How many kernel lookups were saved by sharing one answer with a group (for tests).
     var sharedLookupCount: Int { state.withLock { $0.sharedLookups } }
 
+    /// How many watches deliver inside the round (for tests).
+    var inlineWatcherCount: Int { state.withLock { $0.inlineWatchers } }
+
     /// How many watches are registered, over all targets (for tests of lifetimes).
     var watcherCount: Int { state.withLock { $0.entries.values.reduce(0) { $0 + $1.watchers.count } } }
 
     /// Starts watching `target`: `watcher` gets the current answer first (on the engine's
     /// queue), then every real change.
-    func watch(_ target: ReachabilityTarget, _ watcher: @escaping Watcher) -> Token {
+    ///
+    /// An `inline` watcher delivers on the engine's queue itself (its callbacks run inside the
+    /// round, see ``DeliveryBatch``); while one watches, rounds started by kernel events run on
+    /// the subscription's thread, so that a change reaches it with no thread woken.
+    func watch(_ target: ReachabilityTarget, inline: Bool = false, _ watcher: @escaping Watcher) -> Token {
         let token = state.withLock { state -> Token in
-            let token = Token(id: state.nextID, target: target)
+            let token = Token(id: state.nextID, target: target, inline: inline)
             state.nextID += 1
+            if inline { state.inlineWatchers += 1 }
             let entry = state.entries[target] ?? Entry()
             entry.watchers[token.id] = (watcher, false)
             state.entries[target] = entry
@@ -199,7 +216,7 @@ final class ReachabilityEngine: Sendable {
                 return true
             }
             if stillWatching {
-                let batch = DeliveryBatch()
+                let batch = DeliveryBatch(inline: queue)
                 watcher(answer, batch)
                 batch.send()
             }
@@ -231,7 +248,8 @@ final class ReachabilityEngine: Sendable {
     /// Stops a watch; the target is forgotten when nobody watches it.
     func unwatch(_ token: Token) {
         state.withLock { state in
-            state.entries[token.target]?.watchers[token.id] = nil
+            guard state.entries[token.target]?.watchers.removeValue(forKey: token.id) != nil else { return }
+            if token.inline { state.inlineWatchers -= 1 }
             if state.entries[token.target]?.watchers.isEmpty == true {
                 state.entries[token.target] = nil
                 state.addressIndex = nil
@@ -278,57 +296,80 @@ final class ReachabilityEngine: Sendable {
     /// Beyond this many changed routes in one round, every target is evaluated.
     private static let changedNetworkLimit = 64
 
-    /// Notes what an event changed and schedules one evaluation round on the queue. Runs on
-    /// the subscription's thread: it must stay short and never call out.
-    private func received(_ event: NetlinkEvent) {
-        let schedule = state.withLock { state -> Bool in
-            var networkChanged = false
-            switch event {
-            case .route(let change):
-                // A route can change the kernel's answer only for destinations inside its prefix.
-                // (A changed route keeps its prefix: only default routes are reported as changed.)
-                // A default route is the internet's, and an unresolved host's, answer; any other
-                // route matters only when a watched address lies inside it (path monitors judge
-                // their name servers on every round, so they see every change).
-                let destination = change.route.destination
-                if !destination.isDefault, state.roundObservers.isEmpty,
-                   !state.currentAddressIndex().containsAddress(in: destination) {
-                    return false
-                }
-                if destination.isDefault {
-                    state.changedDefaultTables.insert(FamilyTable(family: change.route.family, table: change.route.table))
-                } else {
-                    state.otherRouteChanged = true
-                }
-                if !state.everythingChanged {
-                    state.changedNetworks.append(change.route.destination)
-                    if state.changedNetworks.count > Self.changedNetworkLimit {
-                        state.everythingChanged = true
-                        state.changedNetworks.removeAll()
-                    }
-                }
-                // Only a new default route or address means a new network, whose name servers
-                // may answer differently: other routes come and go without a new resolution.
-                networkChanged = change.route.isDefault
-            case .address, .snapshot, .resynchronized:
-                state.everythingChanged = true
-                networkChanged = true
-            case .link:
-                state.everythingChanged = true
-            case .rulesChanged:
-                // Any address may now be routed by another table: ask the kernel again.
-                state.everythingChanged = true
+    /// Notes what a batch of events changed and starts one evaluation round. Runs on the
+    /// subscription's thread: it must stay short and never call out, except to run the round
+    /// itself when an inline watcher waits for it.
+    ///
+    /// The round runs on the engine's queue: queued there (a worker thread is woken for it), or,
+    /// while inline watchers listen, run at once from this thread with `queue.sync`, which on an
+    /// idle serial queue runs the block on the calling thread. The change then reaches those
+    /// watchers with no thread woken: the wake-up costs 40 to 60 µs on the project VM, a third
+    /// of the kernel-to-listener floor (BENCHMARKS.md).
+    private func received(_ events: [NetlinkEvent]) {
+        let (schedule, inline) = state.withLock { state -> (Bool, Bool) in
+            var noted = false
+            for event in events {
+                if Self.note(event, in: &state) { noted = true }
             }
-            if networkChanged {
-                state.networkChangedForHosts = true
-                for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
-            }
+            guard noted else { return (false, false) }
             defer { state.evaluationScheduled = true }
-            return !state.evaluationScheduled && !state.roundRunning
+            return (!state.evaluationScheduled && !state.roundRunning, state.inlineWatchers > 0)
         }
-        // Events of one netlink read arrive in one block on this queue; evaluating in the next
-        // block evaluates once per read, whatever the number of events.
-        if schedule { queue.async { [self] in evaluateAll() } }
+        guard schedule else { return }
+        if inline {
+            queue.sync { evaluateAll() }
+        } else {
+            // Events of one netlink read arrive in one batch; evaluating in the next block
+            // evaluates once per read, whatever the number of events.
+            queue.async { [self] in evaluateAll() }
+        }
+    }
+
+    /// Notes what `event` changed for the next round; false when it cannot matter to any
+    /// target.
+    private static func note(_ event: NetlinkEvent, in state: inout State) -> Bool {
+        var networkChanged = false
+        switch event {
+        case .route(let change):
+            // A route can change the kernel's answer only for destinations inside its prefix.
+            // (A changed route keeps its prefix: only default routes are reported as changed.)
+            // A default route is the internet's, and an unresolved host's, answer; any other
+            // route matters only when a watched address lies inside it (path monitors judge
+            // their name servers on every round, so they see every change).
+            let destination = change.route.destination
+            if !destination.isDefault, state.roundObservers.isEmpty,
+               !state.currentAddressIndex().containsAddress(in: destination) {
+                return false
+            }
+            if destination.isDefault {
+                state.changedDefaultTables.insert(FamilyTable(family: change.route.family, table: change.route.table))
+            } else {
+                state.otherRouteChanged = true
+            }
+            if !state.everythingChanged {
+                state.changedNetworks.append(change.route.destination)
+                if state.changedNetworks.count > Self.changedNetworkLimit {
+                    state.everythingChanged = true
+                    state.changedNetworks.removeAll()
+                }
+            }
+            // Only a new default route or address means a new network, whose name servers
+            // may answer differently: other routes come and go without a new resolution.
+            networkChanged = change.route.isDefault
+        case .address, .snapshot, .resynchronized:
+            state.everythingChanged = true
+            networkChanged = true
+        case .link:
+            state.everythingChanged = true
+        case .rulesChanged:
+            // Any address may now be routed by another table: ask the kernel again.
+            state.everythingChanged = true
+        }
+        if networkChanged {
+            state.networkChangedForHosts = true
+            for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
+        }
+        return true
     }
 
     /// One round: the targets that the round's changes can affect are evaluated against one
@@ -365,7 +406,7 @@ final class ReachabilityEngine: Sendable {
         // Once the subscription has ended, every answer is known without asking the kernel.
         let plan = snapshot.ended == nil ? prefetchLookups(for: affected, sharedTable: sharedTable)
             : LookupPlan(individual: affected.map(\.target))
-        let batch = DeliveryBatch()
+        let batch = DeliveryBatch(inline: queue)
         if let shared = plan.shared { evaluateAndStoreShared(shared.answer, for: shared.members, in: snapshot, batch: batch) }
         for target in plan.individual { evaluateAndStore(target, in: snapshot, lookups: plan.results, batch: batch) }
         batch.send()
@@ -534,7 +575,7 @@ final class ReachabilityEngine: Sendable {
             return entry.watchers.values.compactMap { $0.ready ? $0.watcher : nil }
         }
         if !watchers.isEmpty {
-            let deliveries = batch ?? DeliveryBatch()
+            let deliveries = batch ?? DeliveryBatch(inline: queue)
             for watcher in watchers { watcher(answer, deliveries) }
             if batch == nil { deliveries.send() }
         }
