@@ -65,9 +65,14 @@ struct EventPrinter: Sendable {
     }
 
     private func render(_ event: NetlinkEvent, names state: NetworkState, into out: inout LineBuffer) {
-        func emit(_ event: String, _ object: String, _ value: @autoclosure () -> JSON,
+        func emit(_ event: StaticString, _ object: StaticString, _ value: @autoclosure () -> JSON,
                   old: @autoclosure () -> JSON? = nil, human: @autoclosure () -> String) {
-            self.emit(event, object, value(), old: old(), human: human(), into: &out)
+            self.emit(event, object, { $0.value(value()) }, old: old().map { old in { $0.value(old) } },
+                      human: human(), into: &out)
+        }
+        func emit(_ event: StaticString, route: Route, old: Route? = nil) {
+            self.emit(event, "route", route.writeJSON, old: old.map { $0.writeJSON },
+                      human: describe(route, state: state), into: &out)
         }
         func line(_ text: String) { out.append(text) }
         switch event {
@@ -79,8 +84,10 @@ struct EventPrinter: Sendable {
             for address in snapshot.addresses.values.sorted(by: { ($0.linkIndex, $0.address) < ($1.linkIndex, $1.address) }) {
                 emit("present", "address", address.json, human: describe(address, state: snapshot))
             }
-            for route in snapshot.sortedDefaultRoutes { emit("present", "route", route.json, human: describe(route, state: snapshot)) }
-            if json { out.append(header("synchronized", nil)) } else { line("synchronized") }
+            for route in snapshot.sortedDefaultRoutes {
+                self.emit("present", "route", route.writeJSON, old: nil, human: describe(route, state: snapshot), into: &out)
+            }
+            if json { out.appendObject(header: "synchronized", nil) { _ in } } else { line("synchronized") }
         case .link(let change):
             switch change {
             case .new(let link): emit("new", "link", json(link, state), human: describe(link))
@@ -101,46 +108,43 @@ struct EventPrinter: Sendable {
             }
         case .route(let change):
             switch change {
-            case .new(let r): emit("new", "route", r.json, human: describe(r, state: state))
-            case .replaced(let r): emit("replaced", "route", r.json, human: describe(r, state: state))
-            case .removed(let r): emit("removed", "route", r.json, human: describe(r, state: state))
-            case .changed(let old, let new): emit("changed", "route", new.json, old: old.json, human: describe(new, state: state))
+            case .new(let r): emit("new", route: r)
+            case .replaced(let r): emit("replaced", route: r)
+            case .removed(let r): emit("removed", route: r)
+            case .changed(let old, let new): emit("changed", route: new, old: old)
             }
         case .rulesChanged(let family):
             if json {
-                out.append(.object(header("changed", "rules") + [("family", .string(family.description))]))
+                out.appendObject(header: "changed", "rules") { $0.key("family"); $0.value(family.description) }
             } else {
                 line("changed rules \(family)")
             }
         case .resynchronized(let reason):
             if json {
-                out.append(.object(header("resynchronized", nil) + [("reason", .string(reason.description))]))
+                out.appendObject(header: "resynchronized", nil) { $0.key("reason"); $0.value(reason.description) }
             } else {
                 line("resynchronized (\(reason))")
             }
         }
     }
 
-    private func header(_ event: String, _ object: String?) -> [(String, JSON)] {
-        var fields: [(String, JSON)] = [("time", .string(iso8601Now())), ("event", .string(event))]
-        if let object { fields.append(("object", .string(object))) }
-        return fields
-    }
-
-    /// Adds one event line. Only the form asked for is built: the JSON values and the human
-    /// text are evaluated lazily.
-    private func emit(_ event: String, _ object: String, _ value: @autoclosure () -> JSON,
-                      old: @autoclosure () -> JSON?, human: @autoclosure () -> String, into out: inout LineBuffer) {
+    /// Adds one event line. Only the form asked for is built: the JSON value is written by
+    /// `value` (and `old`) into the line, and the human text is evaluated lazily.
+    private func emit(_ event: StaticString, _ object: StaticString, _ value: (inout JSONWriter) -> Void,
+                      old: ((inout JSONWriter) -> Void)?, human: @autoclosure () -> String, into out: inout LineBuffer) {
         if json {
-            var fields = header(event, object) + [(object, value())]
-            if let old = old() { fields.append(("old", old)) }
-            out.append(.object(fields))
+            out.appendObject(header: event, object) { line in
+                line.key(object)
+                value(&line)
+                if let old {
+                    line.key("old")
+                    old(&line)
+                }
+            }
         } else {
             out.append("\(event) \(object) \(human())")
         }
     }
-
-    private func header(_ event: String, _ object: String?) -> JSON { .object(header(event, object)) }
 
     /// The link's JSON with its classification among the namespace's links.
     private func json(_ link: Link, _ state: NetworkState) -> JSON {
@@ -186,20 +190,34 @@ struct EventPrinter: Sendable {
     }
 }
 
-/// The lines of one batch, as the bytes that will be written: JSON is serialized straight into
+/// The lines of one batch, as the bytes that will be written: JSON is written straight into
 /// them, with no string in between.
 struct LineBuffer {
-    private(set) var bytes: [UInt8] = []
+    private var writer: JSONWriter
 
-    init(json: Bool) { bytes.reserveCapacity(json ? 1024 : 256) }
+    /// The lines so far.
+    var bytes: [UInt8] { writer.bytes }
 
-    mutating func append(_ value: JSON) {
-        value.write(to: &bytes)
-        bytes.append(UInt8(ascii: "\n"))
+    init(json: Bool) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(json ? 1024 : 256)
+        writer = JSONWriter(appendingTo: bytes)
     }
 
+    /// Adds a JSON line: `{"time":…,"event":…,"object":…` (no object for whole-stream events),
+    /// then the fields that `fields` writes, then `}`.
+    mutating func appendObject(header event: StaticString, _ object: StaticString?, _ fields: (inout JSONWriter) -> Void) {
+        writer.beginObject()
+        writer.key("time"); writer.valueNow()
+        writer.key("event"); writer.value(event)
+        if let object { writer.key("object"); writer.value(object) }
+        fields(&writer)
+        writer.endObject()
+        writer.newline()
+    }
+
+    /// Adds a text line.
     mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
-        bytes.append(UInt8(ascii: "\n"))
+        writer.append(line: text)
     }
 }

@@ -48,7 +48,7 @@ enum JSON: Sendable {
     }
 
     /// A decimal integer, digit by digit.
-    private static func append(_ value: Int64, to out: inout [UInt8]) {
+    static func append(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
         let start = out.count
@@ -59,7 +59,7 @@ enum JSON: Sendable {
         out[start...].reverse()
     }
 
-    private static func quote(_ s: String, into out: inout [UInt8]) {
+    static func quote(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
@@ -85,5 +85,107 @@ enum JSON: Sendable {
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// Writes one JSON value straight into bytes, key by key, with no ``JSON`` tree in between: for
+/// the lines `reach events` prints by the hundred thousand during a route churn, where building
+/// the tree (its arrays, tuples and strings) cost more than reading the kernel's messages.
+/// The output is the same as the tree's ``JSON/write(to:)``.
+struct JSONWriter {
+    /// The bytes written so far.
+    private(set) var bytes: [UInt8]
+    /// Whether the next key or array element needs a comma before it.
+    private var needsComma = false
+
+    /// A writer appending to `bytes`.
+    init(appendingTo bytes: [UInt8] = []) { self.bytes = bytes }
+
+    /// Starts an object (as a value, or as an array element).
+    mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    /// Starts an array (as a value, or as an array element).
+    mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    mutating func endArray() {
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    /// Writes `"key":`; the value follows.
+    mutating func key(_ key: StaticString) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(contentsOf: "\":".utf8)
+        needsComma = false
+    }
+
+    /// A string, or null.
+    mutating func value(_ string: String?) {
+        separate()
+        if let string { JSON.quote(string, into: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        needsComma = true
+    }
+
+    /// A string known when the tool was built, that needs no escaping.
+    mutating func value(_ string: StaticString) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
+    /// An integer, or null.
+    mutating func value<T: BinaryInteger>(_ integer: T?) {
+        separate()
+        if let integer { JSON.append(Int64(integer), to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        needsComma = true
+    }
+
+    /// A value built as a tree.
+    mutating func value(_ json: JSON) {
+        separate()
+        json.write(to: &bytes)
+        needsComma = true
+    }
+
+    /// The current UTC time in ISO 8601 (see ``iso8601Now()``), as a string value.
+    mutating func valueNow() {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        appendISO8601Now(to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
+    /// Adds a line of text as it is.
+    mutating func append(line text: String) {
+        bytes.append(contentsOf: text.utf8)
+        newline()
+    }
+
+    /// Ends a line: the writer is ready for the next value, with no comma before it.
+    mutating func newline() {
+        bytes.append(UInt8(ascii: "\n"))
+        needsComma = false
+    }
+
+    private mutating func separate() {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
     }
 }

@@ -49,19 +49,36 @@ private func lifetimeJSON(_ lifetime: Lifetime) -> JSON {
 }
 
 extension Route {
-    var json: JSON {
-        .object([
-            ("family", .string(family.description)), ("table", .string(table.description)),
-            ("type", .string(type.description)),
-            ("destination", .string(isDefault ? "default" : destination.description)),
-            ("gateway", .string(gateway?.description)), ("index", .int(outputLinkIndex)),
-            ("protocol", .string(routeProtocol.description)), ("scope", .string(scope.description)),
-            ("metric", .int(metric)), ("preferredSource", .string(preferredSource?.description)),
-            ("flags", .array(flags.names.map(JSON.string))),
-            ("nexthops", .array(nexthops.count > 1 ? nexthops.map { hop in
-                .object([("gateway", .string(hop.gateway?.description)), ("index", .int(hop.linkIndex)),
-                         ("weight", .int(hop.weight))])
-            } : [])),
-        ])
+    /// Writes the route's JSON object: routes are the events a churn brings by the hundred
+    /// thousand, so they are written straight into the line's bytes (``JSONWriter``).
+    func writeJSON(to out: inout JSONWriter) {
+        out.beginObject()
+        out.key("family"); out.value(family.description)
+        out.key("table"); out.value(table.description)
+        out.key("type"); out.value(type.description)
+        out.key("destination"); out.value(isDefault ? "default" : destination.description)
+        out.key("gateway"); out.value(gateway?.description)
+        out.key("index"); out.value(outputLinkIndex)
+        out.key("protocol"); out.value(routeProtocol.description)
+        out.key("scope"); out.value(scope.description)
+        out.key("metric"); out.value(metric)
+        out.key("preferredSource"); out.value(preferredSource?.description)
+        out.key("flags")
+        out.beginArray()
+        for name in flags.names { out.value(name) }
+        out.endArray()
+        out.key("nexthops")
+        out.beginArray()
+        if nexthops.count > 1 {
+            for hop in nexthops {
+                out.beginObject()
+                out.key("gateway"); out.value(hop.gateway?.description)
+                out.key("index"); out.value(hop.linkIndex)
+                out.key("weight"); out.value(hop.weight)
+                out.endObject()
+            }
+        }
+        out.endArray()
+        out.endObject()
     }
 }
