@@ -4,9 +4,9 @@ import Synchronization
 
 /// Collects the events of a subscription for a test to inspect.
 final class EventRecorder: Sendable {
-    let events = Mutex<[NetlinkEvent]>([])
-    let ended = Mutex<NetlinkError?>(nil)
-    private let observation = Mutex<NetlinkObservation?>(nil)
+    let events = Locked<[NetlinkEvent]>([])
+    let ended = Locked<NetlinkError?>(nil)
+    private let observation = Locked<NetlinkObservation?>(nil)
 
     init(_ subscription: NetlinkSubscription) {
         let token = subscription.observe(onTermination: { [weak self] error in self?.ended.withLock { $0 = error } }) { [weak self] event in

@@ -11,7 +11,7 @@ struct SubscriptionThreadObserverTests {
         defer { ns.delete() }
         try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up"])
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
-        let seen = Mutex<(events: [NetlinkEvent], threads: Set<UInt>)>(([], []))
+        let seen = Locked<(events: [NetlinkEvent], threads: Set<UInt>)>(([], []))
         let observation = subscription.observeOnSubscriptionThread { event in
             seen.withLock {
                 $0.events.append(event)
@@ -89,15 +89,15 @@ struct SubscriptionThreadObserverTests {
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
 
         // From another thread: once cancel() returns, nothing more arrives.
-        let outside = Mutex(0)
+        let outside = Locked(0)
         let fromOutside = subscription.observeOnSubscriptionThread { _ in outside.withLock { $0 += 1 } }
         #expect(eventually { outside.withLock { $0 } >= 1 })
         fromOutside.cancel()
         let count = outside.withLock { $0 }
 
         // From inside its own handler: no deadlock, and no second call.
-        let inside = Mutex(0)
-        let holder = Mutex<NetlinkObservation?>(nil)
+        let inside = Locked(0)
+        let holder = Locked<NetlinkObservation?>(nil)
         let fromInside = subscription.observeOnSubscriptionThread { _ in
             // Calls that come before the test holds the observation (its snapshot) are not counted.
             guard let me = holder.withLock({ $0 }) else { return }
@@ -122,12 +122,12 @@ struct SubscriptionThreadObserverTests {
         let ns = try TestNamespace("inlinegone")
         defer { ns.delete() }
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
-        let ended = Mutex<NetlinkError?>(nil)
+        let ended = Locked<NetlinkError?>(nil)
         let observation = subscription.observeOnSubscriptionThread(onTermination: { error in ended.withLock { $0 = error } }) { _ in }
         defer { observation.cancel() }
         ns.delete()
         #expect(eventually { ended.withLock { $0 } == .namespaceDeleted })
-        let late = Mutex<NetlinkError?>(nil)
+        let late = Locked<NetlinkError?>(nil)
         let lateObservation = subscription.observeOnSubscriptionThread(onTermination: { error in late.withLock { $0 = error } }) { _ in }
         defer { lateObservation.cancel() }
         #expect(late.withLock { $0 } == .namespaceDeleted)

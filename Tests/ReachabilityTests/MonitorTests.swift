@@ -8,7 +8,7 @@ import NetnsTestSupport
 
 /// Collects what a monitor delivers.
 final class Deliveries: Sendable {
-    let answers = Mutex<[ReachabilityAnswer]>([])
+    let answers = Locked<[ReachabilityAnswer]>([])
     var count: Int { answers.withLock { $0.count } }
     var last: ReachabilityAnswer? { answers.withLock { $0.last } }
     func append(_ answer: ReachabilityAnswer) { answers.withLock { $0.append(answer) } }
@@ -103,14 +103,16 @@ struct MonitorTests {
         let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
         let delegate = RecordingDelegate()
         monitor.delegate = delegate
-        typealias Posted = (status: ReachabilityStatus?, previous: ReachabilityStatus?, target: ReachabilityTarget?)
-        let notified = Mutex<[Posted]>([])
+        typealias Posted = (status: ReachabilityStatus?, previous: ReachabilityStatus?, target: ReachabilityTarget?,
+                            answer: ReachabilityAnswer?, keys: Int)
+        let notified = Locked<[Posted]>([])
         let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
                                                               object: monitor, queue: nil) { note in
             let info = note.userInfo ?? [:]
             let posted: Posted = (info[Reachability.statusUserInfoKey] as? ReachabilityStatus,
                                   info[Reachability.previousStatusUserInfoKey] as? ReachabilityStatus,
-                                  info[Reachability.targetUserInfoKey] as? ReachabilityTarget)
+                                  info[Reachability.targetUserInfoKey] as? ReachabilityTarget,
+                                  info[Reachability.answerUserInfoKey] as? ReachabilityAnswer, info.count)
             notified.withLock { $0.append(posted) }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
@@ -122,7 +124,9 @@ struct MonitorTests {
         #expect(second.status == .notReachable)
         #expect(second.previous == .reachableViaOther)
         #expect(second.target == .address(Self.target))
+        #expect(second.answer == delegate.deliveries.last && second.keys == 4)
         #expect(notified.withLock { $0[0].previous } == nil)
+        #expect(notified.withLock { $0[0].keys } == 3)
 
         // The AsyncSequence: the current answer first, then the change.
         var iterator = monitor.updates().makeAsyncIterator()
@@ -141,7 +145,7 @@ struct MonitorTests {
         monitor.postsNotifications = false
         let deliveries = Deliveries()
         monitor.onChange = { _, answer in deliveries.append(answer) }
-        let posted = Mutex(0)
+        let posted = Locked(0)
         let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
                                                               object: monitor, queue: nil) { _ in posted.withLock { $0 += 1 } }
         defer { NotificationCenter.default.removeObserver(observer) }
@@ -225,7 +229,7 @@ struct MonitorDeliveryTests {
         let queue = DispatchQueue(label: "test.chosen")
         queue.setSpecific(key: key, value: "chosen")
         let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name), queue: queue)
-        let onQueue = Mutex<[Bool]>([])
+        let onQueue = Locked<[Bool]>([])
         let deliveries = Deliveries()
         monitor.coalescingInterval = .seconds(1)
         monitor.onChange = { _, answer in
@@ -415,12 +419,12 @@ struct SharedSubscriptionTests {
 
 /// A resolver whose answers a test changes, and which can be made slow.
 final class ScriptedResolver: HostResolver {
-    let table: Mutex<[String: [IPAddress]]>
-    let delay: Mutex<Duration>
-    let calls = Mutex(0)
+    let table: Locked<[String: [IPAddress]]>
+    let delay: Locked<Duration>
+    let calls = Locked(0)
     init(_ table: [String: [IPAddress]], delay: Duration) {
-        self.table = Mutex(table)
-        self.delay = Mutex(delay)
+        self.table = Locked(table)
+        self.delay = Locked(delay)
     }
     func resolve(_ host: String) async throws -> [IPAddress] {
         calls.withLock { $0 += 1 }

@@ -99,7 +99,7 @@ struct PathTests {
         try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
                       "address add 10.1.0.1/24 dev va"])
         let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
-        let paths = Mutex<[NetworkPath]>([])
+        let paths = Locked<[NetworkPath]>([])
         monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
         #expect(monitor.start(queue: DispatchQueue(label: "test.path")))
         #expect(monitor.start(queue: DispatchQueue(label: "test.path2")))  // harmless

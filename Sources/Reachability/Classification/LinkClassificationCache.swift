@@ -47,6 +47,17 @@ public final class LinkClassificationCache: Sendable {
     /// The classification of every link in `links`, by interface index. Links absent from
     /// `links` are forgotten.
     public func classifications(of links: some Collection<Link>) -> [Int32: LinkClassification] {
+        // The common case, a link going up or down or a route changing: the same links with the
+        // same rtnetlink facts as last time (and so the same sysfs facts: they are kept per name,
+        // kind, master and link type), answered from what is kept with nothing allocated.
+        let unchanged = state.withLock { state -> [Int32: LinkClassification]? in
+            guard links.count == state.facts.count, !links.isEmpty else { return nil }
+            for link in links {
+                guard let facts = state.facts[link.index], LinkFacts(link: link, sysfs: facts.sysfs) == facts else { return nil }
+            }
+            return state.classifications
+        }
+        if let unchanged { return unchanged }
         let stale = state.withLock { state in
             links.filter { state.sysfs[$0.index]?.key != Self.sysfsKey($0) }
         }

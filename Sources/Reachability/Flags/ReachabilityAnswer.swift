@@ -82,6 +82,22 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) { hasher.combine(box.parts) }
 
+    /// Whether two answers say the same to a user: flags, link (and its classification),
+    /// gateway, address and reason. Route details such as metrics or flags are not compared.
+    ///
+    /// Every monitor's new answer is compared with its previous one, twice per change, so the
+    /// parts are read in place and the cheap ones first: a shared box, then the flags, the
+    /// gateway and the address (what a route change usually changes), the reason, and the link
+    /// last (its name and classification are the dearest to compare).
+    func isSameAnswer(as other: ReachabilityAnswer) -> Bool {
+        let (mine, theirs) = (box, other.box)
+        if mine === theirs { return true }
+        return mine.parts.flags == theirs.parts.flags && mine.parts.gateway == theirs.parts.gateway
+            && mine.parts.address == theirs.parts.address && mine.parts.reason == theirs.parts.reason
+            && mine.parts.interface?.index == theirs.parts.interface?.index
+            && mine.parts.interface == theirs.parts.interface
+    }
+
     /// Not reachable, for `reason`.
     public static func notReachable(_ reason: UnreachableReason, address: IPAddress? = nil) -> ReachabilityAnswer {
         ReachabilityAnswer(flags: [], address: address, reason: reason)

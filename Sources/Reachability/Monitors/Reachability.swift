@@ -343,14 +343,8 @@ public final class Reachability: Sendable, CustomStringConvertible {
     }
 
     private func postNotification(_ answer: ReachabilityAnswer, previousStatus: ReachabilityStatus?) {
-        // Four keys in a table with room for many more: each insertion then almost always
-        // finds an empty bucket without comparing two `AnyHashable` keys, a comparison that
-        // costs a dynamic cast and a metadata lookup and made up most of a delivery's cost.
-        var userInfo = [AnyHashable: Any](minimumCapacity: 24)
-        userInfo[Self.statusUserInfoKey] = answer.status
-        userInfo[Self.answerUserInfoKey] = answer
-        userInfo[Self.targetUserInfoKey] = target
-        if let previousStatus { userInfo[Self.previousStatusUserInfoKey] = previousStatus }
+        let userInfo = StatusNotificationUserInfo.userInfo(status: answer.status, answer: answer, target: target,
+                                                           previousStatus: previousStatus)
         NotificationCenter.default.post(name: Self.statusDidChangeNotification, object: self, userInfo: userInfo)
     }
 }

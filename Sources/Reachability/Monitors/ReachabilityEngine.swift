@@ -404,7 +404,9 @@ final class ReachabilityEngine: Sendable {
             for target in targets { if case .host = target { resolve(target) } }
         }
         // Once the subscription has ended, every answer is known without asking the kernel.
-        let plan = snapshot.ended == nil ? prefetchLookups(for: affected, sharedTable: sharedTable)
+        // A lone address (or nothing) asks the kernel on its own: nothing to batch or share.
+        let lone = affected.count == 0 || affected.count == 1 && sharedTable == nil && !affected[0].target.isHost
+        let plan = snapshot.ended == nil && !lone ? prefetchLookups(for: affected, sharedTable: sharedTable)
             : LookupPlan(individual: affected.map(\.target))
         let batch = DeliveryBatch(inline: queue)
         if let shared = plan.shared { evaluateAndStoreShared(shared.answer, for: shared.members, in: snapshot, batch: batch) }
@@ -689,15 +691,6 @@ final class ReachabilityEngine: Sendable {
     }
 }
 
-extension ReachabilityAnswer {
-    /// Whether two answers say the same to a user: flags, link (and its classification),
-    /// gateway, address and reason. Route details such as metrics or flags are not compared.
-    func isSameAnswer(as other: ReachabilityAnswer) -> Bool {
-        flags == other.flags && interface == other.interface && gateway == other.gateway
-            && address == other.address && reason == other.reason
-    }
-}
-
 /// Runs host-name resolution tasks on a serial dispatch queue of their own, so that they progress
 /// even when an application blocks every thread of Swift's cooperative pool. Their jobs are
 /// short (the blocking getaddrinfo runs on ``BlockingLanes``), and a serial queue, unlike a
@@ -709,5 +702,13 @@ final class ResolutionExecutor: TaskExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+extension ReachabilityTarget {
+    /// Whether the target is a host name (judged by each of its addresses).
+    var isHost: Bool {
+        if case .host = self { return true }
+        return false
     }
 }
