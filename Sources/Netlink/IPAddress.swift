@@ -44,18 +44,26 @@ public struct IPv4Address: Sendable, Hashable, Comparable, CustomStringConvertib
     /// Dotted decimal, written digit by digit into the string's own storage (at most 15
     /// bytes: no allocation, no intermediate strings). Event streams print millions of these.
     public var description: String {
-        String(unsafeUninitializedCapacity: 15) { buffer in
-            var position = 0
-            for shift in stride(from: 24, through: 0, by: -8) {
-                let octet = Int((rawValue >> UInt32(shift)) & 0xff)
-                if octet >= 100 { buffer[position] = UInt8(ascii: "0") + UInt8(octet / 100); position += 1 }
-                if octet >= 10 { buffer[position] = UInt8(ascii: "0") + UInt8(octet / 10 % 10); position += 1 }
-                buffer[position] = UInt8(ascii: "0") + UInt8(octet % 10)
-                position += 1
-                if shift > 0 { buffer[position] = UInt8(ascii: "."); position += 1 }
-            }
-            return position
+        String(unsafeUninitializedCapacity: Self.dottedDecimalCapacity) { writeDottedDecimal(into: $0) }
+    }
+
+    /// The most bytes ``writeDottedDecimal(into:)`` writes.
+    package static let dottedDecimalCapacity = 15
+
+    /// Writes the dotted decimal form into `buffer` (at least ``dottedDecimalCapacity`` bytes)
+    /// and returns how many bytes it wrote: for writers that put addresses straight into their
+    /// own bytes.
+    package func writeDottedDecimal(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var position = 0
+        for shift in stride(from: 24, through: 0, by: -8) {
+            let octet = Int((rawValue >> UInt32(shift)) & 0xff)
+            if octet >= 100 { buffer[position] = UInt8(ascii: "0") + UInt8(octet / 100); position += 1 }
+            if octet >= 10 { buffer[position] = UInt8(ascii: "0") + UInt8(octet / 10 % 10); position += 1 }
+            buffer[position] = UInt8(ascii: "0") + UInt8(octet % 10)
+            position += 1
+            if shift > 0 { buffer[position] = UInt8(ascii: "."); position += 1 }
         }
+        return position
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }

@@ -61,7 +61,7 @@ struct EventPrinter: Sendable {
     func print(_ events: [NetlinkEvent], names state: NetworkState) {
         var out = LineBuffer(json: json)
         for event in events { render(event, names: state, into: &out) }
-        Output.lines(out.bytes)
+        out.withBytes(Output.lines)
     }
 
     private func render(_ event: NetlinkEvent, names state: NetworkState, into out: inout LineBuffer) {
@@ -195,13 +195,13 @@ struct EventPrinter: Sendable {
 struct LineBuffer {
     private var writer: JSONWriter
 
-    /// The lines so far.
-    var bytes: [UInt8] { writer.bytes }
+    /// Calls `body` with the lines so far (valid only during the call).
+    func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try writer.withBytes(body)
+    }
 
     init(json: Bool) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(json ? 1024 : 256)
-        writer = JSONWriter(appendingTo: bytes)
+        writer = JSONWriter(capacity: json ? 1024 : 256)
     }
 
     /// Adds a JSON line: `{"time":…,"event":…,"object":…` (no object for whole-stream events),

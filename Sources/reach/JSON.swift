@@ -22,12 +22,12 @@ enum JSON: Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    func write(to out: inout [UInt8]) {
+    func write<Sink: ByteSink>(to out: inout Sink) {
         switch self {
         case .string(let s): JSON.quote(s, into: &out)
-        case .int(let i): JSON.append(i, to: &out)
-        case .bool(let b): out.append(contentsOf: b ? "true".utf8 : "false".utf8)
-        case .null: out.append(contentsOf: "null".utf8)
+        case .int(let i): out.appendDecimal(i)
+        case .bool(let b): out.append(b ? "true" : "false")
+        case .null: out.append("null")
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
@@ -47,39 +47,28 @@ enum JSON: Sendable {
         }
     }
 
-    /// A decimal integer, digit by digit.
-    static func append(_ value: Int64, to out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        let start = out.count
-        repeat {
-            out.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        out[start...].reverse()
-    }
-
-    static func quote(_ s: String, into out: inout [UInt8]) {
+    /// `s` as a JSON string, quoted and escaped.
+    static func quote<Sink: ByteSink>(_ s: String, into out: inout Sink) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
             // Most strings (names, addresses, flags) need no escaping: append them whole.
             guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-                out.append(contentsOf: bytes)
+                out.append(bytes: bytes)
                 return
             }
             for byte in bytes {
                 switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-                case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-                case UInt8(ascii: "\n"): out.append(contentsOf: "\\n".utf8)
-                case UInt8(ascii: "\r"): out.append(contentsOf: "\\r".utf8)
-                case UInt8(ascii: "\t"): out.append(contentsOf: "\\t".utf8)
+                case UInt8(ascii: "\""): out.append("\\\"")
+                case UInt8(ascii: "\\"): out.append("\\\\")
+                case UInt8(ascii: "\n"): out.append("\\n")
+                case UInt8(ascii: "\r"): out.append("\\r")
+                case UInt8(ascii: "\t"): out.append("\\t")
                 case 0..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
-                    out.append(contentsOf: "\\u00".utf8)
-                    out.append(hex[Int(byte >> 4)])
-                    out.append(hex[Int(byte & 0xf)])
+                    let hex: StaticString = "0123456789abcdef"
+                    out.append("\\u00")
+                    out.append(hex.utf8Start[Int(byte >> 4)])
+                    out.append(hex.utf8Start[Int(byte & 0xf)])
                 default: out.append(byte)
                 }
             }
@@ -93,99 +82,115 @@ enum JSON: Sendable {
 /// the tree (its arrays, tuples and strings) cost more than reading the kernel's messages.
 /// The output is the same as the tree's ``JSON/write(to:)``.
 struct JSONWriter {
-    /// The bytes written so far.
-    private(set) var bytes: [UInt8]
+    /// Where the bytes go (one copy per run, see ``ByteBuffer``).
+    private var out: ByteBuffer
     /// Whether the next key or array element needs a comma before it.
     private var needsComma = false
 
-    /// A writer appending to `bytes`.
-    init(appendingTo bytes: [UInt8] = []) { self.bytes = bytes }
+    /// A writer with room for `capacity` bytes before its buffer grows.
+    init(capacity: Int = 1024) { out = ByteBuffer(capacity: capacity) }
+
+    /// Calls `body` with the bytes written so far (valid only during the call).
+    func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try out.withBytes(body)
+    }
 
     /// Starts an object (as a value, or as an array element).
     mutating func beginObject() {
         separate()
-        bytes.append(UInt8(ascii: "{"))
+        out.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
     mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
+        out.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
     /// Starts an array (as a value, or as an array element).
     mutating func beginArray() {
         separate()
-        bytes.append(UInt8(ascii: "["))
+        out.append(UInt8(ascii: "["))
         needsComma = false
     }
 
     mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+        out.append(UInt8(ascii: "]"))
         needsComma = true
     }
 
     /// Writes `"key":`; the value follows.
     mutating func key(_ key: StaticString) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(contentsOf: "\":".utf8)
+        out.append(UInt8(ascii: "\""))
+        out.append(key)
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
     /// A string, or null.
     mutating func value(_ string: String?) {
         separate()
-        if let string { JSON.quote(string, into: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        if let string { JSON.quote(string, into: &out) } else { out.append("null") }
+        needsComma = true
+    }
+
+    /// A string value whose characters `body` writes, known to need no escaping (digits,
+    /// dots, colons): nothing is built before it is written.
+    mutating func value(writing body: (inout ByteBuffer) -> Void) {
+        separate()
+        out.append(UInt8(ascii: "\""))
+        body(&out)
+        out.append(UInt8(ascii: "\""))
         needsComma = true
     }
 
     /// A string known when the tool was built, that needs no escaping.
     mutating func value(_ string: StaticString) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeBufferPointer(start: string.utf8Start, count: string.utf8CodeUnitCount))
-        bytes.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: "\""))
+        out.append(string)
+        out.append(UInt8(ascii: "\""))
         needsComma = true
     }
 
     /// An integer, or null.
     mutating func value<T: BinaryInteger>(_ integer: T?) {
         separate()
-        if let integer { JSON.append(Int64(integer), to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        if let integer { out.appendDecimal(Int64(integer)) } else { out.append("null") }
         needsComma = true
     }
 
     /// A value built as a tree.
     mutating func value(_ json: JSON) {
         separate()
-        json.write(to: &bytes)
+        json.write(to: &out)
         needsComma = true
     }
 
     /// The current UTC time in ISO 8601 (see ``iso8601Now()``), as a string value.
     mutating func valueNow() {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        appendISO8601Now(to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: "\""))
+        appendISO8601Now(to: &out)
+        out.append(UInt8(ascii: "\""))
         needsComma = true
     }
 
     /// Adds a line of text as it is.
     mutating func append(line text: String) {
-        bytes.append(contentsOf: text.utf8)
+        out.append(utf8: text)
         newline()
     }
 
     /// Ends a line: the writer is ready for the next value, with no comma before it.
     mutating func newline() {
-        bytes.append(UInt8(ascii: "\n"))
+        out.append(UInt8(ascii: "\n"))
         needsComma = false
     }
 
     private mutating func separate() {
-        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        if needsComma { out.append(UInt8(ascii: ",")) }
     }
 }

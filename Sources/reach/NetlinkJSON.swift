@@ -56,13 +56,14 @@ extension Route {
         out.key("family"); out.value(family.description)
         out.key("table"); out.value(table.description)
         out.key("type"); out.value(type.description)
-        out.key("destination"); out.value(isDefault ? "default" : destination.description)
-        out.key("gateway"); out.value(gateway?.description)
+        out.key("destination")
+        if isDefault { out.value("default" as StaticString) } else { out.value(destination) }
+        out.key("gateway"); out.value(gateway)
         out.key("index"); out.value(outputLinkIndex)
         out.key("protocol"); out.value(routeProtocol.description)
         out.key("scope"); out.value(scope.description)
         out.key("metric"); out.value(metric)
-        out.key("preferredSource"); out.value(preferredSource?.description)
+        out.key("preferredSource"); out.value(preferredSource)
         out.key("flags")
         out.beginArray()
         for name in flags.names { out.value(name) }
@@ -72,7 +73,7 @@ extension Route {
         if nexthops.count > 1 {
             for hop in nexthops {
                 out.beginObject()
-                out.key("gateway"); out.value(hop.gateway?.description)
+                out.key("gateway"); out.value(hop.gateway)
                 out.key("index"); out.value(hop.linkIndex)
                 out.key("weight"); out.value(hop.weight)
                 out.endObject()
@@ -80,5 +81,37 @@ extension Route {
         }
         out.endArray()
         out.endObject()
+    }
+}
+
+extension JSONWriter {
+    /// An address as a string value, or null: IPv4 written digit by digit (an event stream
+    /// prints millions), IPv6 through its description.
+    mutating func value(_ address: IPAddress?) {
+        switch address {
+        case .v4(let v4)?: value { $0.appendIPv4(v4) }
+        case let address?: value(address.description)
+        case nil: value(nil as String?)
+        }
+    }
+
+    /// A network (`address/prefix`) as a string value, IPv4 written digit by digit.
+    mutating func value(_ network: IPNetwork) {
+        guard case .v4(let v4) = network.address else { value(network.description); return }
+        value { sink in
+            sink.appendIPv4(v4)
+            sink.append(UInt8(ascii: "/"))
+            sink.appendDecimal(Int64(network.prefixLength))
+        }
+    }
+}
+
+extension ByteSink {
+    /// Appends `address` in dotted decimal (written by `Netlink`'s own writer, with one copy).
+    mutating func appendIPv4(_ address: IPv4Address) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: IPv4Address.dottedDecimalCapacity) { buffer in
+            let count = address.writeDottedDecimal(into: buffer)
+            append(bytes: UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
     }
 }

@@ -11,8 +11,8 @@ enum Output {
 
     /// Writes `bytes` (whole lines, each ending in a newline) with as few `write(2)` calls as
     /// the pipe allows: the lines of one batch of events leave together.
-    static func lines(_ bytes: [UInt8]) {
-        bytes.withUnsafeBufferPointer { writeAll(STDOUT_FILENO, UnsafeRawBufferPointer($0)) }
+    static func lines(_ bytes: UnsafeBufferPointer<UInt8>) {
+        writeAll(STDOUT_FILENO, UnsafeRawBufferPointer(bytes))
     }
 
     /// One line on standard error, prefixed with the tool's name. Control characters and line

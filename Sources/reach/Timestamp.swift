@@ -15,18 +15,12 @@ func iso8601Now() -> String {
 /// Appends the current UTC time in ISO 8601 with microseconds (27 bytes) to `bytes`, digit by
 /// digit: no intermediate strings. The part up to the seconds is formatted once per second
 /// (`gmtime_r` cost more than the rest of a `reach events` line).
-func appendISO8601Now(to bytes: inout [UInt8]) {
+func appendISO8601Now<Sink: ByteSink>(to bytes: inout Sink) {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     let prefix = SecondPrefix.current.withLock { $0.prefix(for: now.tv_sec) }
-    bytes.append(contentsOf: prefix)
-    let start = bytes.count
-    var micros = now.tv_nsec / 1000
-    for _ in 0..<6 {
-        bytes.append(UInt8(ascii: "0") + UInt8(micros % 10))
-        micros /= 10
-    }
-    bytes[start...].reverse()
+    bytes.append(prefix)
+    bytes.appendDecimal(Int64(now.tv_nsec / 1000), digits: 6)
     bytes.append(UInt8(ascii: "Z"))
 }
 
@@ -45,15 +39,7 @@ private struct SecondPrefix {
         gmtime_r(&value, &parts)
         var out: [UInt8] = []
         out.reserveCapacity(20)
-        func put(_ value: Int, digits: Int) {
-            let start = out.count
-            var remaining = value
-            for _ in 0..<digits {
-                out.append(UInt8(ascii: "0") + UInt8(remaining % 10))
-                remaining /= 10
-            }
-            out[start...].reverse()
-        }
+        func put(_ value: Int, digits: Int) { out.appendDecimal(Int64(value), digits: digits) }
         func put(_ character: Unicode.Scalar) { out.append(UInt8(ascii: character)) }
         put(Int(parts.tm_year) + 1900, digits: 4); put("-"); put(Int(parts.tm_mon) + 1, digits: 2); put("-")
         put(Int(parts.tm_mday), digits: 2); put("T"); put(Int(parts.tm_hour), digits: 2); put(":")
