@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-filter='LifetimeTests|StormTests|FaultTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|PathTests'
+filter='LifetimeTests|StormTests|FaultTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|PathTests|ForeignSenderTests'
 for sanitizer in ${1:-thread address}; do
     scratch=.build-$sanitizer
     log=$(mktemp)

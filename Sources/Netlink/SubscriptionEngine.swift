@@ -6,12 +6,15 @@ import Synchronization
 /// the subscription.
 ///
 /// One notification socket carries link, address and route messages in the kernel's order.
-/// libnl's cache manager (`nl_cache_mngr`) keeps the link and address caches on it and reports
-/// their changes; route and link messages are taken off the same socket before the manager
-/// sees them (`NL_CB_MSG_IN`) and parsed here (route messages are kept only when they are
-/// default routes; libnl's link cache serves the initial dump and every re-read); policy-rule
-/// messages are reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in
-/// `epoll_wait` with no timeout: nothing runs while nothing changes.
+/// libnl's cache manager (`nl_cache_mngr`) sets the socket up, joins its groups and fills the
+/// link and address caches; the loop then reads the socket itself, one `recvmsg` per datagram
+/// into a buffer it keeps (see `readNotifications`). Route and link messages are parsed here
+/// from the kernel's bytes (route messages are kept only when they are default routes; libnl's
+/// link cache serves the initial dump and every re-read); address messages go through libnl's
+/// parser into its address cache (`nl_msg_parse`, `nl_cache_include`, what the manager's own
+/// reader does), whose change callback reports them; policy-rule messages are reported as
+/// ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout:
+/// nothing runs while nothing changes.
 final class SubscriptionEngine: @unchecked Sendable {
     // @unchecked Sendable: the properties under "loop thread only" are created, read and freed by
     // the loop thread alone (between `start` and the end of `run`), and libnl's callbacks run on
@@ -43,6 +46,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Messages seen since the loop last woke up for the notification socket (see
     /// `publishFirstMessage`).
     private var messagesSinceWake = 0
+    /// Where each notification datagram is read (`SubscriptionOptions.messageBufferSize` bytes).
+    private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
 
     private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher) throws(NetlinkError) {
         self.namespace = namespace
@@ -157,13 +162,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard let socket = nl_socket_alloc() else { throw .noMemory }
         eventSocket = socket
         let me = Unmanaged.passUnretained(self).toOpaque()
-        // Route messages are taken off the socket here, before the cache manager sees them.
-        try nlCheck(nl_socket_modify_cb(socket, NL_CB_MSG_IN, NL_CB_CUSTOM, { message, argument in
-            let engine = Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue()
-            return engine.routeMessage(nlmsg_hdr(message)!)
-        }, me), "install route handler")
-        // Notifications are single datagrams: one read of up to 64 KiB each, no MSG_PEEK round trip.
-        try nlCheck(nl_socket_set_msg_buf_size(socket, options.messageBufferSize), "set message buffer")
+        receiveBuffer = .allocate(byteCount: max(options.messageBufferSize, MemoryLayout<nlmsghdr>.size),
+                                  alignment: MemoryLayout<nlmsghdr>.alignment)
         var created: OpaquePointer?
         try nlCheck(nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &created), "create cache manager")
         manager = created
@@ -175,9 +175,9 @@ final class SubscriptionEngine: @unchecked Sendable {
         requests = try RequestSocket(namespace: namespace)
         // The manager joins each cache's groups before it dumps the cache, so nothing that
         // changes during the dump is missed: it waits in the socket and is applied afterwards.
-        try nlCheck(nl_cache_mngr_add(created, "route/link", { _, object, action, argument in
-            Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue().linkChanged(object!, action: action)
-        }, me, &linkCache), "add link cache")
+        // Link notifications are read from their bytes (`linkMessage`); the link cache serves
+        // the initial dump and the re-reads, so it has no change callback.
+        try nlCheck(nl_cache_mngr_add(created, "route/link", nil, nil, &linkCache), "add link cache")
         try nlCheck(nl_cache_mngr_add(created, "route/addr", { _, object, action, argument in
             Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue().addressChanged(object!, action: action)
         }, me, &addressCache), "add address cache")
@@ -247,15 +247,90 @@ final class SubscriptionEngine: @unchecked Sendable {
         publisher.terminate(.stopped)
     }
 
+    /// Reads every datagram waiting on the notification socket and handles its messages.
+    ///
+    /// The socket is read here rather than by `nl_cache_mngr_data_ready`, which for each wake-up
+    /// clones a callback set, and for each datagram allocates a 64 KiB buffer and, for each
+    /// message, a libnl message and a copy of its bytes, before the route and link parsers,
+    /// which read the kernel's bytes, see them. Here a datagram costs one `recvmsg` into a buffer
+    /// kept for the subscription's life, and only an address message is copied, for libnl's
+    /// parser. Errors are libnl's: `ENOBUFS` (the kernel dropped notifications) starts a re-read
+    /// as an overflow; a datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other
+    /// failure of `recvmsg` its libnl code, each reported with a re-read.
     private func readNotifications() {
-        var savedErrno: Int32 = 0
-        let rc = cnetlink_mngr_data_ready(manager, &savedErrno)
-        guard rc < 0 else { return }
-        if rc == -NLE_NOMEM && savedErrno == ENOBUFS {
-            resynchronize(reason: .overflow)
-        } else {
-            resynchronize(reason: .error(NetlinkError(code: abs(rc), systemErrno: savedErrno, context: "read notifications")))
+        let descriptor = nl_socket_get_fd(eventSocket)
+        while true {
+            var flags: Int32 = 0
+            var sender: UInt32 = 0
+            var failure: Int32 = 0
+            let received = cnetlink_receive_datagram(descriptor, receiveBuffer.baseAddress, receiveBuffer.count,
+                                                     &flags, &sender, &failure)
+            if received < 0 {
+                switch failure {
+                case EINTR: continue
+                case EAGAIN, EWOULDBLOCK: return
+                case ENOBUFS: resynchronize(reason: .overflow)
+                default:
+                    resynchronize(reason: .error(NetlinkError(code: nl_syserr2nlerr(failure), systemErrno: failure,
+                                                              context: "read notifications")))
+                }
+                return
+            }
+            if flags & Int32(MSG_TRUNC) != 0 {
+                resynchronize(reason: .error(NetlinkError(code: NetlinkError.messageTruncated.code, context: "read notifications")))
+                return
+            }
+            // Only the kernel (port 0) sends notifications; anything else is not read.
+            guard received > 0, sender == 0 else { continue }
+            handleDatagram(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<received]))
         }
+    }
+
+    /// Handles each complete message of one datagram, in order.
+    private func handleDatagram(_ datagram: UnsafeRawBufferPointer) {
+        let headerSize = MemoryLayout<nlmsghdr>.size
+        var offset = 0
+        while datagram.count - offset >= headerSize {
+            let header = UnsafeMutablePointer(mutating: (datagram.baseAddress! + offset).assumingMemoryBound(to: nlmsghdr.self))
+            let length = Int(header.pointee.nlmsg_len)
+            guard length >= headerSize, length <= datagram.count - offset else { return }
+            handleMessage(header)
+            offset += (length + 3) & ~3  // NLMSG_ALIGN
+        }
+    }
+
+    /// Handles one notification: route, link and rule messages here, address messages through
+    /// libnl's parser and address cache. Control messages (`NLMSG_ERROR`, `NLMSG_DONE`, ...) and
+    /// other types are not notifications of these groups and are skipped.
+    private func handleMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        messagesSinceWake += 1
+        defer { publishFirstMessage() }
+        switch Int(header.pointee.nlmsg_type) {
+        case RTM_NEWADDR, RTM_DELADDR: includeAddressMessage(header)
+        case RTM_NEWLINK, RTM_DELLINK: linkMessage(header)
+        case RTM_NEWROUTE, RTM_DELROUTE: routeMessage(header)
+        case RTM_NEWRULE, RTM_DELRULE: ruleMessage(header)
+        default: break
+        }
+    }
+
+    /// Gives an address message to libnl's parser and includes the object in the address cache,
+    /// whose change callback (`addressChanged`) reports it: the cache manager's own path for an
+    /// event (its `event_input` and `include_cb`), without its reader.
+    private func includeAddressMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard let message = nlmsg_convert(header) else {
+            resynchronize(reason: .error(.noMemory))
+            return
+        }
+        defer { nlmsg_free(message) }
+        nlmsg_set_proto(message, NETLINK_ROUTE)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = nl_msg_parse(message, { object, argument in
+            let engine = Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue()
+            _ = nl_cache_include(engine.addressCache, object, { _, object, action, argument in
+                Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue().addressChanged(object!, action: action)
+            }, argument)
+        }, me)
     }
 
     /// Publishes the change of the first message after a wake-up at once, before the next
@@ -275,6 +350,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     }
 
     private func teardown() {
+        receiveBuffer.deallocate()
+        receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
         if manager != nil { nl_cache_mngr_free(manager) }  // frees the caches and its sync socket
         if let eventSocket { nl_socket_free(eventSocket) }  // ours, not the manager's to free
         manager = nil
@@ -287,14 +364,6 @@ final class SubscriptionEngine: @unchecked Sendable {
     }
 
     // MARK: Changes
-
-    /// libnl's report of a change in its link cache. Link notifications are read in
-    /// `routeMessage` before the cache manager sees them, so this runs only if one reaches it.
-    private func linkChanged(_ object: OpaquePointer, action: Int32) {
-        defer { publishFirstMessage() }
-        guard let link = Link(libnl: object) else { return }
-        applyLink(link, deleted: action == NL_ACT_DEL)
-    }
 
     /// Applies a link as a notification gave it.
     private func applyLink(_ link: Link, deleted: Bool) {
@@ -328,7 +397,6 @@ final class SubscriptionEngine: @unchecked Sendable {
     }
 
     private func addressChanged(_ object: OpaquePointer, action: Int32) {
-        defer { publishFirstMessage() }
         guard let address = InterfaceAddress(libnl: object) else { return }
         let key = address.key
         if action == NL_ACT_DEL {
@@ -346,41 +414,37 @@ final class SubscriptionEngine: @unchecked Sendable {
         if let change = upsert(address, at: key, in: &state.addresses) { batch.append(.address(change)) }
     }
 
-    /// Handles a message before libnl's cache manager: route messages are consumed here.
-    private func routeMessage(_ header: UnsafeMutablePointer<nlmsghdr>) -> Int32 {
-        messagesSinceWake += 1
-        defer { publishFirstMessage() }
-        let type = Int32(header.pointee.nlmsg_type)
-        if type == RTM_NEWLINK || type == RTM_DELLINK {
-            // Read here rather than by libnl's link parser, which decodes the whole 1.5 KiB
-            // message (statistics, every family's block) before the first event can go out.
-            // libnl's link cache is then only current after a re-read, which is the only time
-            // it is consulted (`resynchronize`).
-            if let link = Link(message: header) { applyLink(link, deleted: type == RTM_DELLINK) }
-            return Int32(NL_SKIP.rawValue)
-        }
-        if type == RTM_NEWRULE || type == RTM_DELRULE {
-            // The first byte of a rule message (struct fib_rule_hdr) is its family.
-            if Int(header.pointee.nlmsg_len) > MemoryLayout<nlmsghdr>.size,
-               let family = AddressFamily(kernel: Int32(UnsafeRawPointer(header).load(fromByteOffset: MemoryLayout<nlmsghdr>.size, as: UInt8.self))) {
-                batch.append(.rulesChanged(family))
-            }
-            return Int32(NL_SKIP.rawValue)
-        }
-        guard type == RTM_NEWROUTE || type == RTM_DELROUTE else { return Int32(NL_OK.rawValue) }
-        guard let route = Route(message: header), !route.flags.contains(.cloned) else {
-            return Int32(NL_SKIP.rawValue)
-        }
+    /// A link notification, read from the kernel's bytes rather than by libnl's link parser,
+    /// which decodes the whole 1.5 KiB message (statistics, every family's block) before the
+    /// first event can go out. libnl's link cache is then only current after a re-read, which is
+    /// the only time it is consulted (`resynchronize`).
+    private func linkMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        if let link = Link(message: header) { applyLink(link, deleted: header.pointee.nlmsg_type == RTM_DELLINK) }
+    }
+
+    /// A policy-rule notification: only its family is reported (the first byte of a rule
+    /// message, `struct fib_rule_hdr`).
+    private func ruleMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard Int(header.pointee.nlmsg_len) > MemoryLayout<nlmsghdr>.size,
+              let family = AddressFamily(kernel: Int32(UnsafeRawPointer(header).load(fromByteOffset: MemoryLayout<nlmsghdr>.size, as: UInt8.self)))
+        else { return }
+        batch.append(.rulesChanged(family))
+    }
+
+    /// A route notification: default routes update the state; other routes are reported as
+    /// they come; routes the kernel clones are not routes of a table and are ignored.
+    private func routeMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard let route = Route(message: header), !route.flags.contains(.cloned) else { return }
+        let deleted = header.pointee.nlmsg_type == RTM_DELROUTE
         if route.isDefault {
-            defaultRouteMessage(route, deleted: type == RTM_DELROUTE, flags: Int32(header.pointee.nlmsg_flags))
-        } else if type == RTM_DELROUTE {
+            defaultRouteMessage(route, deleted: deleted, flags: Int32(header.pointee.nlmsg_flags))
+        } else if deleted {
             batch.append(.route(.removed(route)))
         } else if Int32(header.pointee.nlmsg_flags) & NLM_F_REPLACE != 0 {
             batch.append(.route(.replaced(route)))
         } else {
             batch.append(.route(.new(route)))
         }
-        return Int32(NL_SKIP.rawValue)
     }
 
     /// Applies a default-route message. The plain cases (a new route, a replacement of exactly

@@ -12,8 +12,8 @@ public struct SubscriptionOptions: Sendable, Hashable {
     public static let defaultReceiveBufferSize = 4 << 20
 
     /// The largest notification datagram read in one piece (64 KiB, the most the kernel sends).
-    /// Tests make it small, so that libnl fails in the middle of the stream (`NLE_MSG_TRUNC`)
-    /// and the recovery from an error can be seen.
+    /// Tests make it small, so that a read fails in the middle of the stream (a truncated
+    /// datagram, reported as `NLE_MSG_TRUNC`) and the recovery from an error can be seen.
     package var messageBufferSize = 64 * 1024
 
     /// Creates options.

@@ -38,26 +38,29 @@
 #include <netlink/route/route.h>
 #include <netlink/route/nexthop.h>
 
-/// Reads libnl's cache manager socket and reports `errno` as it was when libnl returned.
+/// Reads one datagram from a netlink socket without blocking, into `buffer`.
 ///
-/// libnl maps a receive failure of ENOBUFS (the kernel dropped notifications: the socket
-/// overflowed) to `-NLE_NOMEM`, the same code as a real allocation failure. Only `errno`, read
-/// before anything else can overwrite it, tells the two apart; Swift code cannot promise that
-/// nothing runs between the call's return and its own read of `errno`.
-static inline int cnetlink_mngr_data_ready(struct nl_cache_mngr *mngr, int *saved_errno) {
-    errno = 0;
-    int err = nl_cache_mngr_data_ready(mngr);
-    *saved_errno = errno;
-    return err;
-}
-
-/// Receives pending messages on a libnl socket and reports `errno` as libnl left it (see
-/// `cnetlink_mngr_data_ready` for why the read must happen in C).
-static inline int cnetlink_recvmsgs_report(struct nl_sock *sk, struct nl_cb *cb, int *saved_errno) {
-    errno = 0;
-    int err = nl_recvmsgs_report(sk, cb);
-    *saved_errno = errno;
-    return err;
+/// Returns its length, or -1 with `errno` in `*saved_errno`, read here at once: Swift code cannot
+/// promise that nothing runs between the call's return and its own read of `errno` (ENOBUFS, the
+/// kernel dropped notifications, must not be mistaken for another failure). `*flags` gets the
+/// message flags (`MSG_TRUNC`: the datagram was larger than the buffer) and `*sender_port` the
+/// sender's netlink port (0 for the kernel).
+static inline ssize_t cnetlink_receive_datagram(int fd, void *buffer, size_t length, int *flags,
+                                                uint32_t *sender_port, int *saved_errno) {
+    struct sockaddr_nl sender;
+    memset(&sender, 0, sizeof sender);
+    struct iovec vector = { .iov_base = buffer, .iov_len = length };
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_name = &sender;
+    message.msg_namelen = sizeof sender;
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    ssize_t received = recvmsg(fd, &message, MSG_DONTWAIT);
+    *saved_errno = received < 0 ? errno : 0;
+    *flags = message.msg_flags;
+    *sender_port = sender.nl_pid;
+    return received;
 }
 
 /// glibc's declaration of setns(2), visible only under _GNU_SOURCE (see the top of this file).
