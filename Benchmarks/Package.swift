@@ -31,6 +31,16 @@ let package = Package(
             ],
             path: "Tools/LatencyListener"
         ),
+        // 10 000 monitors told of default-route changes, for callgrind
+        // (profiles/instructions_per_change.sh).
+        .executableTarget(
+            name: "monitor-fanout",
+            dependencies: [
+                .product(name: "Netlink", package: "swift-linux-reachability"),
+                .product(name: "Reachability", package: "swift-linux-reachability"),
+            ],
+            path: "Tools/MonitorFanout"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
