@@ -331,14 +331,7 @@ final class RawRouteSocket {
 
     /// Calls `body` with each whole message of the datagram last read (`received` bytes).
     private func forEachMessage(_ received: Int, _ body: (UnsafeMutablePointer<nlmsghdr>) throws(NetlinkError) -> Void) throws(NetlinkError) {
-        var offset = 0
-        while offset + MemoryLayout<nlmsghdr>.size <= received {
-            let header = buffer.baseAddress!.advanced(by: offset).assumingMemoryBound(to: nlmsghdr.self)
-            let length = Int(header.pointee.nlmsg_len)
-            guard length >= MemoryLayout<nlmsghdr>.size, offset + length <= received else { break }
-            try body(header)
-            offset += (length + 3) & ~3
-        }
+        try forEachNetlinkMessage(in: UnsafeMutableRawBufferPointer(rebasing: buffer[..<received]), body)
     }
 
     private func errorCode(of header: UnsafeMutablePointer<nlmsghdr>) -> Int32 {

@@ -282,20 +282,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             }
             // Only the kernel (port 0) sends notifications; anything else is not read.
             guard received > 0, sender == 0 else { continue }
-            handleDatagram(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<received]))
-        }
-    }
-
-    /// Handles each complete message of one datagram, in order.
-    private func handleDatagram(_ datagram: UnsafeRawBufferPointer) {
-        let headerSize = MemoryLayout<nlmsghdr>.size
-        var offset = 0
-        while datagram.count - offset >= headerSize {
-            let header = UnsafeMutablePointer(mutating: (datagram.baseAddress! + offset).assumingMemoryBound(to: nlmsghdr.self))
-            let length = Int(header.pointee.nlmsg_len)
-            guard length >= headerSize, length <= datagram.count - offset else { return }
-            handleMessage(header)
-            offset += (length + 3) & ~3  // NLMSG_ALIGN
+            forEachNetlinkMessage(in: UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[..<received])) { handleMessage($0) }
         }
     }
 

@@ -1,0 +1,18 @@
+import CNetlink
+
+/// Calls `body` with each whole message of a netlink datagram, in order (`NLMSG_OK` and
+/// `NLMSG_NEXT`): a message whose length is shorter than its header or runs past the datagram
+/// ends the walk. The pointers are valid while the datagram's bytes are.
+func forEachNetlinkMessage<Failure: Error>(in datagram: UnsafeMutableRawBufferPointer,
+                                           _ body: (UnsafeMutablePointer<nlmsghdr>) throws(Failure) -> Void) throws(Failure) {
+    guard let base = datagram.baseAddress else { return }
+    let headerSize = MemoryLayout<nlmsghdr>.size
+    var offset = 0
+    while offset + headerSize <= datagram.count {
+        let header = (base + offset).assumingMemoryBound(to: nlmsghdr.self)
+        let length = Int(header.pointee.nlmsg_len)
+        guard length >= headerSize, offset + length <= datagram.count else { return }
+        try body(header)
+        offset += (length + 3) & ~3  // NLMSG_ALIGN
+    }
+}
