@@ -401,7 +401,7 @@ final class ReachabilityEngine: Sendable {
         }
         let snapshot = snapshot()
         if reresolve, snapshot.ended == nil {
-            for target in targets { if case .host = target { resolve(target) } }
+            for target in targets where target.isHost { resolve(target) }
         }
         // Once the subscription has ended, every answer is known without asking the kernel.
         // A lone address (or nothing) asks the kernel on its own: nothing to batch or share.
@@ -702,13 +702,5 @@ final class ResolutionExecutor: TaskExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
-
-extension ReachabilityTarget {
-    /// Whether the target is a host name (judged by each of its addresses).
-    var isHost: Bool {
-        if case .host = self { return true }
-        return false
     }
 }

@@ -75,3 +75,11 @@ public enum ReachabilityError: Error, Sendable, Hashable, CustomStringConvertibl
         }
     }
 }
+
+extension ReachabilityTarget {
+    /// Whether the target is a host name (answered from the addresses it resolves to).
+    var isHost: Bool {
+        if case .host = self { return true }
+        return false
+    }
+}
