@@ -3,6 +3,12 @@
 // `swift package benchmark` here, or `./compare.sh` for the table beside the peers.
 import PackageDescription
 
+/// The library's two modules, which every target here measures.
+let library: [Target.Dependency] = [
+    .product(name: "Netlink", package: "swift-linux-reachability"),
+    .product(name: "Reachability", package: "swift-linux-reachability"),
+]
+
 let package = Package(
     name: "ReachabilityBenchmarks",
     platforms: [.macOS(.v15)],
@@ -13,11 +19,7 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "ReachabilityBenchmarks",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Netlink", package: "swift-linux-reachability"),
-                .product(name: "Reachability", package: "swift-linux-reachability"),
-            ],
+            dependencies: [.product(name: "Benchmark", package: "benchmark")] + library,
             path: "Benchmarks/ReachabilityBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
@@ -25,20 +27,14 @@ let package = Package(
         // directly in a folder named Benchmarks: the benchmark plugin runs every executable there.
         .executableTarget(
             name: "latency-listener",
-            dependencies: [
-                .product(name: "Netlink", package: "swift-linux-reachability"),
-                .product(name: "Reachability", package: "swift-linux-reachability"),
-            ],
+            dependencies: library,
             path: "Tools/LatencyListener"
         ),
         // 10 000 monitors told of default-route changes, for callgrind
         // (profiles/instructions_per_change.sh).
         .executableTarget(
             name: "monitor-fanout",
-            dependencies: [
-                .product(name: "Netlink", package: "swift-linux-reachability"),
-                .product(name: "Reachability", package: "swift-linux-reachability"),
-            ],
+            dependencies: library,
             path: "Tools/MonitorFanout"
         ),
     ],
