@@ -13,7 +13,20 @@ import Dispatch
 final class DeliveryBatch: @unchecked Sendable {
     // @unchecked Sendable: a batch is created, filled and sent by one evaluation round on the
     // engine's serial queue; the blocks it sends only read what they were given.
-    private var pending: [ObjectIdentifier: (queue: DispatchQueue, work: [@Sendable () -> Void])] = [:]
+    private var pending: [ObjectIdentifier: (queue: DispatchQueue, deliveries: [Delivery])] = [:]
+
+    /// One answer for one recipient. A plain value in the queue's block rather than a closure
+    /// per delivery: for 10 000 monitors that is 10 000 fewer allocations on the engine's
+    /// thread, each of which the callback queue's thread would otherwise free.
+    private struct Delivery: @unchecked Sendable {
+        // @unchecked Sendable: the recipient is Sendable; a weak reference to it is read once,
+        // on the callback queue.
+        weak var recipient: (any BatchedAnswerRecipient)?
+        let answer: ReachabilityAnswer
+        let generation: Int
+
+        func run() { recipient?.deliverBatched(answer, generation: generation) }
+    }
 
     /// How many callbacks a queue gets per block: a round sends its first callbacks while it
     /// is still evaluating the rest, so the callback queue works alongside the engine.
@@ -25,25 +38,39 @@ final class DeliveryBatch: @unchecked Sendable {
     /// A batch filled on `inline` (the engine's queue).
     init(inline: DispatchQueue) { self.inline = inline }
 
-    /// Adds `work`, to run on `queue` when the batch is sent (or once `queue` has a full
-    /// block); work for the queue the batch is filled on runs now.
-    func add(on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
-        if queue === inline { return work() }
-        let key = ObjectIdentifier(queue)
-        pending[key, default: (queue, [])].work.append(work)
-        if let entry = pending[key], entry.work.count >= Self.blockSize {
-            pending[key] = nil
-            let block = entry.work
-            queue.async { for item in block { item() } }
+    /// Adds the delivery of `answer` to `recipient` (held weakly until then), to run on `queue`
+    /// when the batch is sent (or once `queue` has a full block); a delivery for the queue the
+    /// batch is filled on runs now.
+    func add(_ answer: ReachabilityAnswer, generation: Int, to recipient: some BatchedAnswerRecipient,
+             on queue: DispatchQueue) {
+        if queue === inline { return recipient.deliverBatched(answer, generation: generation) }
+        let delivery = Delivery(recipient: recipient, answer: answer, generation: generation)
+        if let block = Self.append(delivery, to: &pending[ObjectIdentifier(queue), default: (queue, [])].deliveries) {
+            queue.async { for delivery in block { delivery.run() } }
         }
     }
 
-    /// Sends each queue its work in one block, and empties the batch.
+    /// Appends `delivery` in place; returns the full block, leaving `deliveries` empty.
+    private static func append(_ delivery: Delivery, to deliveries: inout [Delivery]) -> [Delivery]? {
+        if deliveries.isEmpty { deliveries.reserveCapacity(blockSize) }
+        deliveries.append(delivery)
+        guard deliveries.count >= blockSize else { return nil }
+        defer { deliveries = [] }
+        return deliveries
+    }
+
+    /// Sends each queue its deliveries in one block, and empties the batch.
     func send() {
-        for (_, entry) in pending {
-            let work = entry.work
-            entry.queue.async { for item in work { item() } }
+        for (_, entry) in pending where !entry.deliveries.isEmpty {
+            let block = entry.deliveries
+            entry.queue.async { for delivery in block { delivery.run() } }
         }
         pending.removeAll()
     }
+}
+
+/// What a ``DeliveryBatch`` delivers answers to (a ``Reachability`` monitor).
+protocol BatchedAnswerRecipient: AnyObject, Sendable {
+    /// Takes `answer`, evaluated for the watch opened as `generation`, on the callback queue.
+    func deliverBatched(_ answer: ReachabilityAnswer, generation: Int)
 }

@@ -18,7 +18,7 @@ public protocol ReachabilityDelegate: AnyObject, Sendable {
 /// the same target, it is evaluated once per kernel change, on one subscription per namespace.
 /// Callbacks run on ``callbackQueue``; after ``stopListening()`` (or deinit) returns, none
 /// runs, unless it is called from inside a callback. Releasing the object stops it.
-public final class Reachability: Sendable, CustomStringConvertible {
+public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswerRecipient {
     /// Posted on the callback queue after every change, always, whatever else is set.
     /// `object` is the ``Reachability``; `userInfo` has ``statusUserInfoKey``,
     /// ``previousStatusUserInfoKey`` (absent for the first answer), ``answerUserInfoKey`` and
@@ -316,8 +316,13 @@ public final class Reachability: Sendable, CustomStringConvertible {
                 }
             }
         } else {
-            batch.add(on: callbackQueue) { [weak self] in self?.deliver(answer, generation: generation) }
+            batch.add(answer, generation: generation, to: self, on: callbackQueue)
         }
+    }
+
+    /// The batch's delivery of an answer, on ``callbackQueue``.
+    func deliverBatched(_ answer: ReachabilityAnswer, generation: Int) {
+        deliver(answer, generation: generation)
     }
 
     private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
