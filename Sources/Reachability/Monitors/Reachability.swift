@@ -325,20 +325,29 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         deliver(answer, generation: generation)
     }
 
+    /// What a delivery takes out of the lock. A struct, not a tuple: `withLock` returns a
+    /// generic result, and a closure inside a tuple would be wrapped in a reabstraction thunk
+    /// (an allocation) on its way out of the lock.
+    private struct Callbacks {
+        let previousStatus: ReachabilityStatus?
+        let delegate: (any ReachabilityDelegate)?
+        let onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
+        let notify: Bool
+    }
+
     private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
         gate.run(generation: generation) {
             // Only the previous status leaves the lock: copying the previous answer out would cost
             // more than the rest of a delivery.
-            let callbacks = state.withLock { state -> (previousStatus: ReachabilityStatus?, delegate: (any ReachabilityDelegate)?,
-                                                      onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?,
-                                                      notify: Bool)? in
+            let callbacks = state.withLock { state -> Callbacks? in
                 var previousStatus: ReachabilityStatus?
                 if let previous = state.answer {
                     if previous.isSameAnswer(as: answer) { return nil }
                     previousStatus = previous.status
                 }
                 state.answer = answer
-                return (previousStatus, state.delegate, state.onChange, state.postsNotifications)
+                return Callbacks(previousStatus: previousStatus, delegate: state.delegate, onChange: state.onChange,
+                                 notify: state.postsNotifications)
             }
             guard let callbacks else { return }
             callbacks.delegate?.reachability(self, didChange: answer)

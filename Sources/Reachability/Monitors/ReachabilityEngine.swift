@@ -40,11 +40,28 @@ final class ReachabilityEngine: Sendable {
         var resolutionGeneration = 0
         var appliedResolution = 0
         /// Watchers, and whether each has had its first answer (only those get changes).
-        var watchers: [UInt64: (watcher: Watcher, ready: Bool)] = [:]
+        var watchers: [UInt64: Watching] = [:]
         /// The FIB entry an address target matched, valid while `matchedGeneration` is the
         /// engine's ``State/matchGeneration`` (see SharedLookups.swift).
         var matched: MatchedEntry?
         var matchedGeneration = -1
+    }
+
+    /// One watch of a target: its callback, and whether it has had its first answer.
+    ///
+    /// A struct rather than a tuple, here and in ``PendingDelivery``: a closure kept in a
+    /// tuple inside a dictionary or an array is stored in its most general form, so each
+    /// store and each read wraps it in a reabstraction thunk, one allocation each. For 10 000
+    /// monitors told of one change that was two allocations per monitor.
+    private struct Watching {
+        let watcher: Watcher
+        var ready: Bool
+    }
+
+    /// An answer for a watcher, gathered under the lock and delivered after it.
+    private struct PendingDelivery {
+        let watcher: Watcher
+        let answer: ReachabilityAnswer
     }
 
     private struct State {
@@ -201,7 +218,7 @@ final class ReachabilityEngine: Sendable {
             state.nextID += 1
             if inline { state.inlineWatchers += 1 }
             let entry = state.entries[target] ?? Entry()
-            entry.watchers[token.id] = (watcher, false)
+            entry.watchers[token.id] = Watching(watcher: watcher, ready: false)
             state.entries[target] = entry
             state.addressIndex = nil
             return token
@@ -524,7 +541,7 @@ final class ReachabilityEngine: Sendable {
         guard let representative = members.first?.address else { return }
         let base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
                                                   classifications: snapshot.classifications)
-        var notifications: [(watcher: Watcher, answer: ReachabilityAnswer)] = []
+        var notifications: [PendingDelivery] = []
         notifications.reserveCapacity(members.count)
         state.withLock { state in
             state.sharedLookups += members.count - 1
@@ -541,10 +558,12 @@ final class ReachabilityEngine: Sendable {
                 let previous = entry.answer
                 entry.answer = answer
                 guard let previous, !previous.isSameAnswer(as: answer) else { continue }
-                for watching in entry.watchers.values where watching.ready { notifications.append((watching.watcher, answer)) }
+                for watching in entry.watchers.values where watching.ready {
+                    notifications.append(PendingDelivery(watcher: watching.watcher, answer: answer))
+                }
             }
         }
-        for (watcher, answer) in notifications { watcher(answer, batch) }
+        for pending in notifications { pending.watcher(pending.answer, batch) }
     }
 
     /// Evaluates `target`, stores the answer and tells the watchers if it changed.
@@ -568,17 +587,17 @@ final class ReachabilityEngine: Sendable {
             if neverResolved { resolve(target) }
         }
         let answer = evaluate(target, addresses: addresses, resolutionFailure: failure, in: snapshot, lookups: lookups)
-        let watchers = state.withLock { state -> [Watcher] in
+        let watchers = state.withLock { state -> [Watching] in
             state.evaluations += 1
             guard let entry = state.entries[target] else { return [] }
             let previous = entry.answer
             entry.answer = answer
             guard let previous, !previous.isSameAnswer(as: answer) else { return [] }
-            return entry.watchers.values.compactMap { $0.ready ? $0.watcher : nil }
+            return entry.watchers.values.filter(\.ready)
         }
         if !watchers.isEmpty {
             let deliveries = batch ?? DeliveryBatch(inline: queue)
-            for watcher in watchers { watcher(answer, deliveries) }
+            for watching in watchers { watching.watcher(answer, deliveries) }
             if batch == nil { deliveries.send() }
         }
         return answer
