@@ -48,6 +48,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     private var messagesSinceWake = 0
     /// Where each notification datagram is read (`SubscriptionOptions.messageBufferSize` bytes).
     private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    /// Why the subscription ends, once the loop knows; observers are told after `teardown`.
+    private var ending: NetlinkError?
 
     private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher) throws(NetlinkError) {
         self.namespace = namespace
@@ -115,6 +117,13 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
         ready(.success(()))
         loop()
+        // libnl's link objects are freed before anyone is told that the subscription ended: a
+        // program that exits when told (`reach events` for a deleted namespace) then cannot
+        // exit while this thread still frees them. libnl-route's destructors unregister the
+        // operations that free a link's per-family data, and a link freed after them makes
+        // libnl abort (`BUG()` in `do_foreach_af`).
+        teardown()
+        publisher.terminate(ending ?? .stopped)
     }
 
     private func setUp(target: Int32) throws(NetlinkError) {
@@ -220,7 +229,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             let count = epoll_wait(epollDescriptor, &events, Int32(events.count), -1)
             if count < 0 {
                 if errno == EINTR { continue }
-                publisher.terminate(NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_wait"))
+                ending = NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_wait")
                 return
             }
             for event in events.prefix(Int(count)) {
@@ -233,7 +242,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                     messagesSinceWake = 0
                     readNotifications()
                 } else if fd == inotifyDescriptor, namespaceWasDeleted() {
-                    publisher.terminate(NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)"))
+                    ending = NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
                     return
                 }
             }
@@ -244,7 +253,6 @@ final class SubscriptionEngine: @unchecked Sendable {
             reconcileMarked()
             flush()
         }
-        publisher.terminate(.stopped)
     }
 
     /// Reads every datagram waiting on the notification socket and handles its messages.
@@ -547,7 +555,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             }
         }
         flush()
-        publisher.terminate(lastError ?? .failure)
+        ending = lastError ?? .failure
         stopRequested.store(true, ordering: .releasing)
     }
 

@@ -192,6 +192,27 @@ struct SubscriptionTests {
         #expect(eventually { late.ended.withLock { $0 } == .namespaceDeleted })
     }
 
+    /// A program that exits when its subscription ends (`reach events` for a deleted namespace)
+    /// must not exit while the subscription's thread still frees libnl's objects: libnl-route's
+    /// destructors unregister what frees a link, and a link freed after them aborts the process.
+    /// So the subscription closes its sockets and frees its caches before it tells anyone.
+    @Test func aSubscriptionHasLetGoOfItsSocketsWhenItSaysItEnded() throws {
+        let ns = try TestNamespace("letgo")
+        defer { ns.delete() }
+        try ns.ip("link", "add", "v0", "type", "veth", "peer", "name", "v1")
+        let identity = try #require(NamespaceIdentity(path: ns.path))
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        #expect(identity.socketsHeld() > 0)
+        let heldWhenTold = Locked<Int?>(nil)
+        let observation = subscription.observeOnSubscriptionThread(onTermination: { _ in
+            heldWhenTold.withLock { $0 = identity.socketsHeld() }
+        }) { _ in }
+        defer { observation.cancel() }
+        ns.delete()
+        #expect(eventually { heldWhenTold.withLock { $0 } != nil })
+        #expect(heldWhenTold.withLock { $0 } == 0)
+    }
+
     @Test func oneSharedSubscriptionPerNamespace() async throws {
         try await withTestNamespace("shared") { ns in
             let byName = try NetlinkSubscription.shared(namespace: .named(ns.name))

@@ -372,25 +372,6 @@ struct MonitorDeliveryTests {
 
 @Suite("One subscription per namespace", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct SharedSubscriptionTests {
-    /// The sockets this process holds in the namespace at `path`.
-    ///
-    /// Each open descriptor is asked for its socket's network namespace (`SIOCGSKNS`), which is
-    /// compared with the namespace's file. Counting only these keeps the check exact while other
-    /// tests open and close descriptors of their own in parallel.
-    private func socketsHeld(inNamespaceAt path: String) -> Int {
-        var target = stat()
-        guard stat(path, &target) == 0,
-              let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
-        let SIOCGSKNS: UInt = 0x894C
-        return descriptors.compactMap { Int32($0) }.filter { descriptor in
-            let namespace = ioctl(descriptor, SIOCGSKNS)
-            guard namespace >= 0 else { return false }
-            defer { close(namespace) }
-            var found = stat()
-            return fstat(namespace, &found) == 0 && found.st_dev == target.st_dev && found.st_ino == target.st_ino
-        }.count
-    }
-
     @Test func hundredsOfMonitorsOpenNoSocketsOfTheirOwn() throws {
         let ns = try wiredNamespace("monfd")
         defer { ns.delete() }
@@ -400,7 +381,8 @@ struct SharedSubscriptionTests {
         let paths = NetworkPathMonitor(namespace: namespace)
         paths.start(queue: DispatchQueue(label: "test.fd"))
         #expect(eventually { first.answer.isReachable })
-        let before = socketsHeld(inNamespaceAt: ns.path)
+        let identity = try #require(NamespaceIdentity(path: ns.path))
+        let before = identity.socketsHeld()
         #expect(before > 0)
         let monitors = try (0..<300).map { index in
             let monitor = try Reachability(address: IPAddress("10.1.\(index / 250).\(index % 250 + 1)")!, namespace: namespace)
@@ -411,7 +393,7 @@ struct SharedSubscriptionTests {
         for monitor in morePaths { monitor.start(queue: DispatchQueue(label: "test.fd.more")) }
         #expect(eventually { monitors.allSatisfy { $0.isListening } })
         // The subscriptions, sockets and threads are the namespace's, shared; not one per monitor.
-        #expect(socketsHeld(inNamespaceAt: ns.path) == before)
+        #expect(identity.socketsHeld() == before)
         for monitor in morePaths { monitor.cancel() }
         paths.cancel()
     }
