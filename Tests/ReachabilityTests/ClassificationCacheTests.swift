@@ -44,6 +44,43 @@ struct ClassificationCacheTests {
         #expect(cache.classifications(of: [link(3, "br0", kind: "bridge")]).keys.sorted() == [3])
     }
 
+    /// A one-shot answer classifies the link it goes out through and what that link stacks on,
+    /// with the same answers as a classification of every link, and reads nothing else.
+    @Test func onlyTheNeededLinksAndWhatTheyStackOnAreRead() throws {
+        let tree = try SysfsReaderTests.TemporaryTree()
+        try tree.file("class/net/wlan0/uevent", "DEVTYPE=wlan\nIFINDEX=2\n")
+        try tree.file("class/net/wwan0/uevent", "DEVTYPE=wwan\nIFINDEX=5\n")
+        func links() -> [Link] {
+            var links = [link(2, "wlan0"),
+                         Link(index: 3, name: "wlan0.5", arphrdType: .ether, kind: "vlan", flags: [.up], operState: .up,
+                              mtu: 1500, lowerLinkIndex: 2),
+                         link(4, "br0", kind: "bridge"), link(5, "wwan0", master: 4), link(6, "veth0", kind: "veth", master: 4)]
+            links += (10..<40).map { link($0, "eth\($0)") }
+            return links
+        }
+        let everything = LinkClassificationCache(source: .tree(root: tree.root)).classifications(of: links())
+
+        let cache = LinkClassificationCache(source: .tree(root: tree.root))
+        let vlan = cache.classifications(of: [3], among: links())
+        #expect(vlan.keys.sorted() == [2, 3])
+        #expect(vlan[3]?.type == .wifi && vlan[3] == everything[3])
+        #expect(cache.sysfsLinkReadCount == 2)
+        let bridge = cache.classifications(of: [4], among: links())
+        #expect(bridge.keys.sorted() == [4, 5, 6])
+        #expect(bridge[4]?.type == .cellular && bridge[4] == everything[4])
+        #expect(cache.sysfsLinkReadCount == 5)
+        // Asked again: what was read is kept.
+        _ = cache.classifications(of: [3, 4], among: links())
+        #expect(cache.sysfsLinkReadCount == 5)
+        // Every link alone gets the answer the whole classification gives it.
+        for index in everything.keys {
+            #expect(cache.classifications(of: [index], among: links())[index] == everything[index])
+        }
+        #expect(cache.sysfsLinkReadCount == links().count)
+        // An index that is not a link: nothing.
+        #expect(cache.classifications(of: [99], among: links()).isEmpty)
+    }
+
     @Test func thePolicyIsApplied() throws {
         let cache = LinkClassificationCache(source: .tree(root: "/nonexistent"),
                                             policy: try ConstrainedLinkPolicy(parsing: "eth*"))

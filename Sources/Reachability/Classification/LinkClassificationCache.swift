@@ -34,6 +34,7 @@ public final class LinkClassificationCache: Sendable {
         var facts: [Int32: LinkFacts] = [:]
         var classifications: [Int32: LinkClassification] = [:]
         var sysfsReads = 0
+        var linksReadFromSysfs = 0
         var lastSysfsError: NetlinkError?
     }
     private let state = Locked(State())
@@ -66,6 +67,7 @@ public final class LinkClassificationCache: Sendable {
             for link in stale { state.sysfs[link.index] = (Self.sysfsKey(link), read.facts[link.index] ?? .absent) }
             if !stale.isEmpty {
                 state.sysfsReads += 1
+                state.linksReadFromSysfs += stale.count
                 state.lastSysfsError = read.error
             }
             var current: [Int32: LinkFacts] = [:]
@@ -79,6 +81,47 @@ public final class LinkClassificationCache: Sendable {
             }
             return state.classifications
         }
+    }
+
+    /// The classification of the links in `needed` among `links` (their namespace's links),
+    /// reading sysfs only for those and for what their answers depend on: a VLAN's or
+    /// macvlan's lower link, a bridge's or bond's ports, and so on down. The answers are the
+    /// ones ``classifications(of:)`` gives for these links; the other links are neither read
+    /// nor classified, and nothing is forgotten.
+    ///
+    /// For one-shot answers (``ReachabilityProbe``): in a namespace of 1 000 links, `reach
+    /// check` read some 5 000 sysfs files to answer with one link.
+    public func classifications(of needed: some Sequence<Int32>,
+                                among links: some Collection<Link>) -> [Int32: LinkClassification] {
+        let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        var ports: [Int32: [Int32]] = [:]
+        for link in links {
+            if let master = link.masterIndex { ports[master, default: []].append(link.index) }
+        }
+        // What the needed links' answers depend on, found from rtnetlink facts alone.
+        var closure: [Int32: Link] = [:]
+        var pending = Array(needed)
+        while let index = pending.popLast() {
+            guard closure[index] == nil, let link = byIndex[index] else { continue }
+            closure[index] = link
+            let facts = LinkFacts(link: link)
+            if let lower = facts.lowerLinkIndex { pending.append(lower) }
+            pending.append(contentsOf: ports[index] ?? [])
+        }
+        let stale = state.withLock { state in
+            closure.values.filter { state.sysfs[$0.index]?.key != Self.sysfsKey($0) }
+        }
+        let read = stale.isEmpty ? (facts: [:], error: nil) : readSysfs(of: stale)
+        let facts = state.withLock { state -> [LinkFacts] in
+            for link in stale { state.sysfs[link.index] = (Self.sysfsKey(link), read.facts[link.index] ?? .absent) }
+            if !stale.isEmpty {
+                state.sysfsReads += 1
+                state.linksReadFromSysfs += stale.count
+                state.lastSysfsError = read.error
+            }
+            return closure.values.map { LinkFacts(link: $0, sysfs: state.sysfs[$0.index]?.facts ?? .absent) }
+        }
+        return LinkClassifier.classify(facts, policy: policy).filter { closure[$0.key] != nil }
     }
 
     /// The classification of one link among `links` (its namespace's links, which stacked
@@ -99,6 +142,9 @@ public final class LinkClassificationCache: Sendable {
 
     /// How many times sysfs was read (one read covers every link that needed it).
     public var sysfsReadCount: Int { state.withLock { $0.sysfsReads } }
+
+    /// How many links' sysfs entries were read, over every read.
+    public var sysfsLinkReadCount: Int { state.withLock { $0.linksReadFromSysfs } }
 
     /// Why the last sysfs read gave no evidence, if it failed as a whole (a namespace without
     /// `CAP_SYS_ADMIN`, say); `nil` after a successful read.

@@ -3,8 +3,9 @@ import Netlink
 /// One-shot answers from the kernel, without a subscription: what `reach check` uses.
 ///
 /// Each call reads the namespace's links (and, for the internet, its default routes), asks the
-/// kernel for a route lookup per address, and classifies the links (sysfs is read once per
-/// link and kept). For answers that follow changes, use ``Reachability`` or
+/// kernel for a route lookup per address, and classifies the links the answers go out through,
+/// with what those stack on (sysfs is read once per link and kept; the other links are not
+/// read). For answers that follow changes, use ``Reachability`` or
 /// ``NetworkPathMonitor``.
 public final class ReachabilityProbe: Sendable {
     /// The namespace asked.
@@ -40,7 +41,8 @@ public final class ReachabilityProbe: Sendable {
         switch target {
         case .internet:
             let state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
-            let classifications = classifier.classifications(of: state.links.values)
+            let used = state.defaultRoutes.values.compactMap(\.outputLinkIndex)
+            let classifications = classifier.classifications(of: used, among: state.links.values)
             return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])
         case .address(let address):
             return (try answer(to: [address], from: nil), [address])
@@ -57,11 +59,18 @@ public final class ReachabilityProbe: Sendable {
     func answer(to addresses: [IPAddress], from source: IPAddress?) throws(ReachabilityError) -> ReachabilityAnswer {
         let links = try kernel { try connection.links() }
         let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        let classifications = classifier.classifications(of: links)
-        var answers: [ReachabilityAnswer] = []
+        var lookups: [RouteLookupResult] = []
         for address in addresses {
-            let lookup = try kernel { try connection.lookupRoute(to: address, from: source) }
-            answers.append(ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications))
+            lookups.append(try kernel { try connection.lookupRoute(to: address, from: source) })
+        }
+        // Only the links the answers go out through are classified (and what they stack on).
+        let used = lookups.compactMap { lookup -> Int32? in
+            if case .route(let route) = lookup { return route.outputLinkIndex }
+            return nil
+        }
+        let classifications = classifier.classifications(of: used, among: links)
+        let answers = zip(addresses, lookups).map { address, lookup in
+            ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications)
         }
         var best = ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
         best.addresses = addresses
