@@ -33,6 +33,10 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
     // or written while `lock` is held; `queue`, `handler` and `onTermination` are immutable.
     private let lock = ConditionLock()
     private var pending: [Item] = []
+    /// The buffer `drain` swaps with `pending`, empty between drains (only `drain` uses it, and
+    /// one drain runs at a time): taking a copy of `pending` and emptying it would allocate a
+    /// new buffer for every batch.
+    private var spare: [Item] = []
     private var scheduled = false
     private var cancelled = false
     private var runningThread: pthread_t?
@@ -71,12 +75,12 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
 
     func enqueue(_ events: [NetlinkEvent]) {
         switch handler {
-        case .each: append(events.map(Item.event))
-        case .batch: append([.batch(events)])
+        case .each: append(events.lazy.map(Item.event))
+        case .batch: append(CollectionOfOne(.batch(events)))
         }
     }
 
-    func terminate(_ error: NetlinkError) { append([.terminated(error)]) }
+    func terminate(_ error: NetlinkError) { append(CollectionOfOne(.terminated(error))) }
 
     var deliversOnSubscriptionThread: Bool { queue == nil }
 
@@ -84,7 +88,7 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
         if queue == nil { drain() }
     }
 
-    private func append(_ items: [Item]) {
+    private func append(_ items: some Collection<Item>) {
         let schedule: Bool = lock.withLock {
             guard !cancelled else { return false }
             pending.append(contentsOf: items)
@@ -96,11 +100,15 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
 
     private func drain() {
         while true {
-            let batch: [Item] = lock.withLock {
-                let taken = pending
-                pending.removeAll(keepingCapacity: true)
-                if taken.isEmpty { scheduled = false }
-                return taken
+            var batch: [Item] = []
+            swap(&batch, &spare)
+            lock.withLock {
+                swap(&batch, &pending)
+                if batch.isEmpty { scheduled = false }
+            }
+            defer {
+                batch.removeAll(keepingCapacity: true)
+                swap(&batch, &spare)
             }
             if batch.isEmpty { return }
             for item in batch {

@@ -91,6 +91,9 @@ final class ByteBuffer: ByteSink {
         try body(UnsafeBufferPointer(start: base, count: count))
     }
 
+    /// Forgets what was written and keeps the room, for the next run of bytes.
+    func removeAll() { count = 0 }
+
     /// Doubles the room (or more, to hold `needed` bytes), keeping what was written.
     private func grow(toHold needed: Int) {
         let newCapacity = max(needed, capacity * 2)

@@ -55,13 +55,26 @@ struct EventPrinter: Sendable {
     let json: Bool
     /// Classifies links for their `type` and `kind`; reads sysfs only for new or renamed links.
     let classifier: LinkClassificationCache
+    /// The bytes of a batch, kept from one batch to the next: under a churn the loop wakes for a
+    /// message or two, and a buffer of its own per batch cost two allocations and, for a large
+    /// batch, the copies of its growth.
+    private let lines: Locked<LineBuffer>
+
+    /// A printer of JSON lines or of lines for people.
+    init(json: Bool, classifier: LinkClassificationCache) {
+        self.json = json
+        self.classifier = classifier
+        lines = Locked(LineBuffer(json: json))
+    }
 
     /// Prints the lines of one batch of events with one write. `state` is the namespace's state
     /// after the batch, which names the links of addresses and routes.
     func print(_ events: [NetlinkEvent], names state: NetworkState) {
-        var out = LineBuffer(json: json)
-        for event in events { render(event, names: state, into: &out) }
-        out.withBytes(Output.lines)
+        lines.withLock { out in
+            out.removeAll()
+            for event in events { render(event, names: state, into: &out) }
+            out.withBytes(Output.lines)
+        }
     }
 
     private func render(_ event: NetlinkEvent, names state: NetworkState, into out: inout LineBuffer) {
@@ -203,6 +216,9 @@ struct LineBuffer {
     init(json: Bool) {
         writer = JSONWriter(capacity: json ? 1024 : 256)
     }
+
+    /// Forgets the lines so far, keeping the room.
+    mutating func removeAll() { writer.removeAll() }
 
     /// Adds a JSON line: `{"time":…,"event":…,"object":…` (no object for whole-stream events),
     /// then the fields that `fields` writes, then `}`.

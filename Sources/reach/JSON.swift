@@ -95,6 +95,12 @@ struct JSONWriter {
         try out.withBytes(body)
     }
 
+    /// Forgets what was written, keeping the buffer's room.
+    mutating func removeAll() {
+        out.removeAll()
+        needsComma = false
+    }
+
     /// Starts an object (as a value, or as an array element).
     mutating func beginObject() {
         separate()
