@@ -12,9 +12,35 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
         var interface: ReachabilityInterface?
         var gateway: IPAddress?
         var address: IPAddress?
-        var addresses: [IPAddress] = []
+        var addresses = AddressList.none
         var route: Route?
         var reason: UnreachableReason?
+    }
+
+    /// ``addresses`` as kept: one address (an address target, the common case: 10 000 of
+    /// them answered at once after a route change) without an array of its own, which would be
+    /// one more allocation per answer. Always in its shortest form, so that the synthesized
+    /// equality and hash of ``Parts`` agree with the arrays'.
+    private enum AddressList: Sendable, Hashable {
+        case none
+        case one(IPAddress)
+        case many([IPAddress])
+
+        init(_ addresses: [IPAddress]) {
+            switch addresses.count {
+            case 0: self = .none
+            case 1: self = .one(addresses[0])
+            default: self = .many(addresses)
+            }
+        }
+
+        var array: [IPAddress] {
+            switch self {
+            case .none: []
+            case .one(let address): [address]
+            case .many(let addresses): addresses
+            }
+        }
     }
 
     private final class Box: @unchecked Sendable {
@@ -56,8 +82,8 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
     /// Every address considered: the target's, or a host name's resolved addresses in the
     /// resolver's order; empty for the internet and for a name not resolved yet.
     public var addresses: [IPAddress] {
-        get { box.parts.addresses }
-        set { modify { $0.addresses = newValue } }
+        get { box.parts.addresses.array }
+        set { modify { $0.addresses = AddressList(newValue) } }
     }
     /// The route that matched, when one did.
     public var route: Route? {
@@ -68,6 +94,26 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
     public var reason: UnreachableReason? {
         get { box.parts.reason }
         set { modify { $0.reason = newValue } }
+    }
+
+    /// This answer for `address`, one of a group of addresses that shared one kernel lookup:
+    /// the same flags, link and gateway, with ``address`` and ``addresses`` set to it and the
+    /// matched route's destination narrowed to it, in one new box and without an array.
+    func forMember(_ address: IPAddress) -> ReachabilityAnswer {
+        var parts = box.parts
+        parts.address = address
+        parts.addresses = .one(address)
+        if let destination = IPNetwork(address: address, prefixLength: address.family.bitWidth) {
+            parts.route?.destination = destination
+        }
+        return ReachabilityAnswer(box: Box(parts))
+    }
+
+    private init(box: Box) { self.box = box }
+
+    /// Sets ``addresses`` to the one address of an address target, without an array.
+    mutating func setAddresses(to address: IPAddress) {
+        modify { $0.addresses = .one(address) }
     }
 
     /// An answer as given.

@@ -546,12 +546,7 @@ final class ReachabilityEngine: Sendable {
         state.withLock { state in
             state.sharedLookups += members.count - 1
             for (address, entry) in members {
-                var answer = base
-                answer.address = address
-                answer.addresses = [address]
-                if let destination = IPNetwork(address: address, prefixLength: address.family.bitWidth) {
-                    answer.route?.destination = destination
-                }
+                let answer = base.forMember(address)
                 state.evaluations += 1
                 entry.matched = shared.entry
                 entry.matchedGeneration = state.matchGeneration
@@ -662,7 +657,7 @@ final class ReachabilityEngine: Sendable {
         if let ended = snapshot.ended {
             var answer = ReachabilityAnswer.notReachable(.monitoringEnded(ended))
             switch target {
-            case .address(let address), .addressPair(_, let address): answer.addresses = [address]
+            case .address(let address), .addressPair(_, let address): answer.setAddresses(to: address)
             case .host: answer.addresses = addresses ?? []
             case .internet: break
             }
@@ -689,11 +684,11 @@ final class ReachabilityEngine: Sendable {
             return ReachabilityEvaluator.evaluateInternet(network, classifications: classifications)
         case .address(let address):
             var answer = lookup(address)
-            answer.addresses = [address]
+            answer.setAddresses(to: address)
             return answer
         case .addressPair(let local, let remote):
             var answer = lookup(remote, from: local)
-            answer.addresses = [remote]
+            answer.setAddresses(to: remote)
             return answer
         case .host:
             guard let addresses else {
