@@ -106,6 +106,9 @@ struct MonitorTests {
         typealias Posted = (status: ReachabilityStatus?, previous: ReachabilityStatus?, target: ReachabilityTarget?,
                             answer: ReachabilityAnswer?, keys: Int)
         let notified = Locked<[Posted]>([])
+        // Each userInfo as posted, kept: the monitor writes the next one over its last, which
+        // must not change one an observer holds.
+        let kept = Locked<[[AnyHashable: Any]]>([])
         let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
                                                               object: monitor, queue: nil) { note in
             let info = note.userInfo ?? [:]
@@ -114,6 +117,7 @@ struct MonitorTests {
                                   info[Reachability.targetUserInfoKey] as? ReachabilityTarget,
                                   info[Reachability.answerUserInfoKey] as? ReachabilityAnswer, info.count)
             notified.withLock { $0.append(posted) }
+            kept.withLock { $0.append(info) }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
         monitor.startListening()
@@ -135,6 +139,11 @@ struct MonitorTests {
         try ns.ip("link", "set", "vb", "up")
         let next = await iterator.next()
         #expect(next?.isReachable == true)
+        #expect(eventually { kept.withLock { $0.count } == 3 })
+        let statuses = kept.withLock { $0.map { $0[Reachability.statusUserInfoKey] as? ReachabilityStatus } }
+        #expect(statuses == [.reachableViaOther, .notReachable, .reachableViaOther])
+        #expect(kept.withLock { $0[1][Reachability.previousStatusUserInfoKey] as? ReachabilityStatus } == .reachableViaOther)
+        #expect(kept.withLock { $0[2][Reachability.previousStatusUserInfoKey] as? ReachabilityStatus } == .notReachable)
         monitor.stopListening()
     }
 
