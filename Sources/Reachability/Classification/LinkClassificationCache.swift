@@ -59,17 +59,9 @@ public final class LinkClassificationCache: Sendable {
             return state.classifications
         }
         if let unchanged { return unchanged }
-        let stale = state.withLock { state in
-            links.filter { state.sysfs[$0.index]?.key != Self.sysfsKey($0) }
-        }
-        let read = stale.isEmpty ? (facts: [:], error: nil) : readSysfs(of: stale)
+        let read = readStaleSysfs(of: links)
         return state.withLock { state in
-            for link in stale { state.sysfs[link.index] = (Self.sysfsKey(link), read.facts[link.index] ?? .absent) }
-            if !stale.isEmpty {
-                state.sysfsReads += 1
-                state.linksReadFromSysfs += stale.count
-                state.lastSysfsError = read.error
-            }
+            Self.keep(read, in: &state)
             var current: [Int32: LinkFacts] = [:]
             for link in links {
                 current[link.index] = LinkFacts(link: link, sysfs: state.sysfs[link.index]?.facts ?? .absent)
@@ -108,17 +100,9 @@ public final class LinkClassificationCache: Sendable {
             if let lower = facts.lowerLinkIndex { pending.append(lower) }
             pending.append(contentsOf: ports[index] ?? [])
         }
-        let stale = state.withLock { state in
-            closure.values.filter { state.sysfs[$0.index]?.key != Self.sysfsKey($0) }
-        }
-        let read = stale.isEmpty ? (facts: [:], error: nil) : readSysfs(of: stale)
-        let facts = state.withLock { state -> [LinkFacts] in
-            for link in stale { state.sysfs[link.index] = (Self.sysfsKey(link), read.facts[link.index] ?? .absent) }
-            if !stale.isEmpty {
-                state.sysfsReads += 1
-                state.linksReadFromSysfs += stale.count
-                state.lastSysfsError = read.error
-            }
+        let read = readStaleSysfs(of: closure.values)
+        let facts = state.withLock { state in
+            Self.keep(read, in: &state)
             return closure.values.map { LinkFacts(link: $0, sysfs: state.sysfs[$0.index]?.facts ?? .absent) }
         }
         return LinkClassifier.classify(facts, policy: policy).filter { closure[$0.key] != nil }
@@ -149,6 +133,33 @@ public final class LinkClassificationCache: Sendable {
     /// Why the last sysfs read gave no evidence, if it failed as a whole (a namespace without
     /// `CAP_SYS_ADMIN`, say); `nil` after a successful read.
     public var lastSysfsError: NetlinkError? { state.withLock { $0.lastSysfsError } }
+
+    /// What one pass over sysfs found for some links.
+    private struct SysfsRead {
+        let links: [Link]
+        let facts: [Int32: SysfsFacts]
+        let error: NetlinkError?
+    }
+
+    /// Reads sysfs, in one pass, for those of `links` whose name, kind, master or link type
+    /// changed since their facts were last read (or that were never read); `nil` if none did.
+    private func readStaleSysfs(of links: some Collection<Link>) -> SysfsRead? {
+        let stale = state.withLock { state in
+            links.filter { state.sysfs[$0.index]?.key != Self.sysfsKey($0) }
+        }
+        guard !stale.isEmpty else { return nil }
+        let read = readSysfs(of: stale)
+        return SysfsRead(links: stale, facts: read.facts, error: read.error)
+    }
+
+    /// Keeps what `read` found, in the same lock as the classification that uses it.
+    private static func keep(_ read: SysfsRead?, in state: inout State) {
+        guard let read else { return }
+        for link in read.links { state.sysfs[link.index] = (sysfsKey(link), read.facts[link.index] ?? .absent) }
+        state.sysfsReads += 1
+        state.linksReadFromSysfs += read.links.count
+        state.lastSysfsError = read.error
+    }
 
     private static func sysfsKey(_ link: Link) -> LinkFacts.SysfsKey {
         .init(name: link.name, kind: link.kind, masterIndex: link.masterIndex, arphrdType: link.arphrdType)
