@@ -98,7 +98,6 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func run(target: Int32, ready: (Result<Void, NetlinkError>) -> Void) {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
         defer {
-            teardown()
             completion.withLock {
                 finished = true
                 completion.broadcast()
@@ -108,6 +107,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             try setUp(target: target)
         } catch {
             ready(.failure(error))
+            teardown()  // what setUp opened before it failed
             return
         }
         let wake = wakeDescriptor
