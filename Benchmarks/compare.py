@@ -78,24 +78,44 @@ def latency():
                 ("Reachability callback, 10.200.0.2", f"{LISTENER} reachability 10.200.0.2"),
                 ("Reachability callback on the evaluation queue, 10.200.0.2", f"{LISTENER} reachability-inline 10.200.0.2"),
                 ("reach events --json", f"{REACH} events --json"), ("reach watch 10.200.0.2", f"{REACH} watch 10.200.0.2")]
-    out = subprocess.run([HARNESS, "-n", "50", "-r", "6"] + [f"{i}={command}" for i, (_, command) in enumerate(commands)],
+    latency_rows(commands, extra_links=0)
+    # The same at a container host's scale: 1 000 more links (500 veth pairs) in the namespace.
+    # GLib and the hop reference are left out to keep the run short.
+    latency_rows([c for c in commands if c[0] not in ("GLib GNetworkMonitor", "NetlinkSubscription callback + one DispatchQueue.async")],
+                 extra_links=1000)
+
+
+def latency_rows(commands, extra_links):
+    """Runs the harness over `commands` (the floor, libnl, [GLib,] raw_reachability, then the
+    library's listeners) with `extra_links` more links in the namespace, and adds a row per
+    listener of the library."""
+    out = subprocess.run([HARNESS, "-n", "50", "-r", "6", "-l", str(extra_links)]
+                         + [f"{i}={command}" for i, (_, command) in enumerate(commands)],
                          capture_output=True, text=True, check=True).stdout
     results = {commands[int(r["name"])][0]: r for r in map(json.loads, out.strip().splitlines())}
     floor = results["raw_listener (floor)"]
     answer_floor = results["raw_reachability 10.200.0.2 (bare-C answer floor)"]
-    libnl, glib = results["libnl cache manager"], results["GLib GNetworkMonitor"]
+    libnl, glib = results["libnl cache manager"], results.get("GLib GNetworkMonitor")
     peers = (f"libnl {libnl['p50_us']:.0f} / {libnl['p99_us']:.0f} ({ratio(libnl['p50_us'], floor['p50_us'])}), "
-             f"GLib {glib['p50_us']:.0f} / {glib['p99_us']:.0f} ({ratio(glib['p50_us'], floor['p50_us'])}), "
-             f"raw_reachability {answer_floor['p50_us']:.0f} / {answer_floor['p99_us']:.0f} "
+             + (f"GLib {glib['p50_us']:.0f} / {glib['p99_us']:.0f} ({ratio(glib['p50_us'], floor['p50_us'])}), " if glib else "")
+             + f"raw_reachability {answer_floor['p50_us']:.0f} / {answer_floor['p99_us']:.0f} "
              f"({ratio(answer_floor['p50_us'], floor['p50_us'])})")
-    for name, _ in commands[4:]:
+    scale = f" with {extra_links} more links" if extra_links else ""
+    for name, _ in commands:
+        if name in ("raw_listener (floor)", "libnl cache manager", "GLib GNetworkMonitor",
+                    "raw_reachability 10.200.0.2 (bare-C answer floor)"):
+            continue
         r = results[name]
-        met = r["p50_us"] <= 1.2 * floor["p50_us"] and r["p99_us"] < 1000
+        # With many links the kernel's own flip takes over a millisecond: the floor's p99 is
+        # then past 1 ms too, and only the ratio is judged.
+        p99_judged = floor["p99_us"] < 1000
+        met = r["p50_us"] <= 1.2 * floor["p50_us"] and (r["p99_us"] < 1000 or not p99_judged)
         answer_ratio = (f"; {ratio(r['p50_us'], answer_floor['p50_us'])} of raw_reachability"
                         if "10.200.0.2" in name else "")
-        rows.append((f"latency p50/p99 µs, {name}", f"{r['p50_us']:.0f} / {r['p99_us']:.0f}",
+        rows.append((f"latency p50/p99 µs{scale}, {name}", f"{r['p50_us']:.0f} / {r['p99_us']:.0f}",
                      f"{floor['p50_us']:.0f} / {floor['p99_us']:.0f}", peers,
-                     ratio(r["p50_us"], floor["p50_us"]) + answer_ratio, "≤1.2x, p99 <1000", met))
+                     ratio(r["p50_us"], floor["p50_us"]) + answer_ratio,
+                     "≤1.2x, p99 <1000" if p99_judged else "≤1.2x (the floor's p99 is over 1 ms)", met))
 
 
 # --- Lookups, cached answers, 10k monitors, in-process figures from the benchmark run --------

@@ -12,7 +12,9 @@
 //   times for each listener, one after the other, in an order that alternates from round to
 //   round. A slow minute of the VM then falls on every listener instead of on one.
 //
-// usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] NAME=COMMAND ...
+// usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...
+// `-l` adds that many links (veth pairs, up, one address per pair) to the namespace first: the scale
+// of a container host, where every listener that walks all links pays for it on each flip.
 // Each COMMAND runs inside the namespace (`ip netns exec`), may print READY, then prints a
 // line per event. Output: one JSON line per listener, like latency.py's.
 // Needs root (it creates and deletes its own namespace; the root namespace is not touched).
@@ -209,20 +211,21 @@ static double pick(const struct listener *listener, double quantile) {
 }
 
 int main(int argc, char **argv) {
-    int flips = 50, rounds = 6, gap_ms = 20, option;
-    while ((option = getopt(argc, argv, "n:r:g:")) != -1) {
+    int flips = 50, rounds = 6, gap_ms = 20, extra_links = 0, option;
+    while ((option = getopt(argc, argv, "n:r:g:l:")) != -1) {
         switch (option) {
         case 'n': flips = atoi(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'g': gap_ms = atoi(optarg); break;
+        case 'l': extra_links = atoi(optarg); break;
         default:
-            fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] NAME=COMMAND ...\n");
+            fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...\n");
             return 2;
         }
     }
     int count = argc - optind;
-    if (count < 1 || count > MAX_LISTENERS || flips < 1 || rounds < 1 || gap_ms < 1) {
-        fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] NAME=COMMAND ...\n");
+    if (count < 1 || count > MAX_LISTENERS || flips < 1 || rounds < 1 || gap_ms < 1 || extra_links < 0 || extra_links > 60000) {
+        fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...\n");
         return 2;
     }
     struct listener listeners[MAX_LISTENERS] = {0};
@@ -250,6 +253,24 @@ int main(int argc, char **argv) {
     run("ip -n %s link set vb1 up", namespace_name);
     run("ip -n %s link set vb0 up", namespace_name);
     run("ip -n %s route add default via 10.200.0.2 dev vb0", namespace_name);
+    if (extra_links > 0) {
+        // One `ip -batch` for all of them: veth pairs xaN / xbN, up, xaN with a 10.x.y.1/32.
+        char batch_path[96];
+        snprintf(batch_path, sizeof batch_path, "/tmp/%s.links", namespace_name);
+        FILE *batch = fopen(batch_path, "w");
+        if (!batch) {
+            perror("flip_latency: links batch");
+            return 1;
+        }
+        for (int i = 0; i < extra_links / 2; i++) {
+            fprintf(batch, "link add xa%d type veth peer name xb%d\naddress add 10.%d.%d.1/32 dev xa%d\n"
+                    "link set xa%d up\nlink set xb%d up\n",
+                    i, i, 100 + i / 256 % 100, i % 256, i, i, i);
+        }
+        fclose(batch);
+        run("ip -n %s -batch %s", namespace_name, batch_path);
+        unlink(batch_path);
+    }
     int socket_fd = netlink_in_namespace();
     // if_nametoindex would look in this process's namespace; `ip -n` looks in the test's.
     char command[256];
