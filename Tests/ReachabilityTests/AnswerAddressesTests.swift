@@ -51,4 +51,49 @@ struct AnswerAddressesTests {
         #expect(shared.route?.destination == IPNetwork("198.51.100.0/24")!)
         #expect(shared.addresses.isEmpty)
     }
+
+    @Test func anIPv6MemberIsNarrowedToo() {
+        let route = Route(family: .ipv6, destination: IPNetwork("2001:db8::/64")!)
+        let shared = ReachabilityAnswer(flags: [.reachable], address: IPAddress("2001:db8::1")!, route: route)
+        let member = shared.forMember(other)
+        #expect(member.address == other)
+        #expect(member.addresses == [other])
+        #expect(member.route?.destination == IPNetwork("2001:db8::7/128")!)
+        #expect(shared.route?.destination == IPNetwork("2001:db8::/64")!)
+    }
+
+    /// Members of a group share their group's parts; changing one changes neither the group's
+    /// answer nor another member's, and the changed member keeps its own address and route.
+    @Test func changingAMemberLeavesItsGroupAlone() {
+        let route = Route(family: .ipv4, destination: IPNetwork("0.0.0.0/0")!)
+        let shared = ReachabilityAnswer(flags: [.reachable], gateway: IPAddress("192.0.2.1")!,
+                                        address: IPAddress("198.51.100.1")!, route: route)
+        let second = IPAddress("198.51.100.8")!
+        var first = shared.forMember(one)
+        let sibling = shared.forMember(second)
+        #expect(first != sibling)
+        #expect(!first.isSameAnswer(as: sibling))
+        #expect(first.isSameAnswer(as: shared.forMember(one)))
+        first.flags = [.reachable, .isDirect]
+        first.gateway = nil
+        #expect(first.address == one)
+        #expect(first.route?.destination == IPNetwork("198.51.100.7/32")!)
+        #expect(first.flags == [.reachable, .isDirect])
+        #expect(sibling.flags == [.reachable] && sibling.gateway == IPAddress("192.0.2.1")!)
+        #expect(sibling.address == second && sibling.route?.destination == IPNetwork("198.51.100.8/32")!)
+        #expect(shared.flags == [.reachable] && shared.address == IPAddress("198.51.100.1")!)
+        #expect(shared.route?.destination == IPNetwork("0.0.0.0/0")!)
+        // A member and the same answer built whole are equal, and hash alike.
+        var whole = ReachabilityAnswer(flags: [.reachable], gateway: IPAddress("192.0.2.1")!, address: second,
+                                       route: Route(family: .ipv4, destination: IPNetwork("198.51.100.8/32")!))
+        whole.addresses = [second]
+        #expect(sibling == whole)
+        #expect(sibling.hashValue == whole.hashValue)
+    }
+
+    /// An answer is a userInfo value of every notification: it must fit in an `Any` without a
+    /// box of its own (three words).
+    @Test func anAnswerFitsInAnAnyInline() {
+        #expect(MemoryLayout<ReachabilityAnswer>.size <= 3 * MemoryLayout<Int>.size)
+    }
 }
