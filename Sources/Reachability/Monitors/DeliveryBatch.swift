@@ -44,14 +44,16 @@ final class DeliveryBatch: @unchecked Sendable {
     func add(_ answer: ReachabilityAnswer, generation: Int, to recipient: some BatchedAnswerRecipient,
              on queue: DispatchQueue) {
         if queue === inline { return recipient.deliverBatched(answer, generation: generation) }
-        let delivery = Delivery(recipient: recipient, answer: answer, generation: generation)
-        if let block = Self.append(delivery, to: &pending[ObjectIdentifier(queue), default: (queue, [])].deliveries) {
+        if let block = Self.append(Delivery(recipient: recipient, answer: answer, generation: generation),
+                                   to: &pending[ObjectIdentifier(queue), default: (queue, [])].deliveries) {
             queue.async { for delivery in block { delivery.run() } }
         }
     }
 
-    /// Appends `delivery` in place; returns the full block, leaving `deliveries` empty.
-    private static func append(_ delivery: Delivery, to deliveries: inout [Delivery]) -> [Delivery]? {
+    /// Appends `delivery` in place; returns the full block, leaving `deliveries` empty. The
+    /// delivery is consumed, moved into the block: a borrowed one was copied in (its weak
+    /// reference registered with the runtime once more) and the original then destroyed.
+    private static func append(_ delivery: consuming Delivery, to deliveries: inout [Delivery]) -> [Delivery]? {
         if deliveries.isEmpty { deliveries.reserveCapacity(blockSize) }
         deliveries.append(delivery)
         guard deliveries.count >= blockSize else { return nil }
