@@ -3,11 +3,13 @@
 GLib's GNetworkMonitor, `ip route get`) in one run, and prints one table. Called by compare.sh,
 which builds everything first. Needs root; works only in namespaces it creates and deletes.
 
-usage: compare.py REACH PEERS_DIR BENCH_OUTPUT LATENCY_LISTENER FLIP_LATENCY
+usage: compare.py REACH PEERS_DIR BENCH_OUTPUT LATENCY_LISTENER FLIP_LATENCY [STATIC_REACH]
+(STATIC_REACH: `reach` built with --static-swift-stdlib, for the per-process row)
 """
 import json, os, re, shlex, subprocess, sys, tempfile, time
 
 REACH, PEERS, BENCH_OUTPUT, LISTENER, HARNESS = sys.argv[1:6]
+STATIC_REACH = sys.argv[6] if len(sys.argv) > 6 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "bench")
 PY = "/usr/bin/python3"
@@ -142,6 +144,13 @@ def lookups(ns):
     for _ in range(200):
         subprocess.run(["ip", "-n", ns.name, "route", "get", "198.18.0.1"], stdout=subprocess.DEVNULL, check=True)
     ip_ns = (time.monotonic() - started) / 200 * 1e9
+    # The tool as a process, as scripts run it: start-up, one lookup, one line.
+    process_ms = []
+    for binary in [REACH] + ([STATIC_REACH] if STATIC_REACH else []):
+        started = time.monotonic()
+        for _ in range(50):
+            subprocess.run([binary, "check", "--netns", ns.name, "198.18.0.1"], stdout=subprocess.DEVNULL, check=False)
+        process_ms.append((time.monotonic() - started) / 50 * 1e3)
     single = benchmark_p50("Fresh lookup", 1)
     batch = benchmark_p50("Fresh lookup, batch of 1000", 1000)
     rows.append(("fresh lookup, ns per lookup", f"{single:.0f}" if single else "n/a", f"{floor_ns:.0f}",
@@ -149,6 +158,9 @@ def lookups(ns):
                  bool(single and single <= 1.3 * floor_ns)))
     rows.append(("fresh lookups in batches of 1000, ns per lookup", f"{batch:.0f}" if batch else "n/a", f"{floor_ns:.0f}",
                  "", ratio(batch, floor_ns), "(no target)", None))
+    rows.append(("`reach check ADDRESS` as a process, ms (Swift runtime shared" + (" / linked in" if STATIC_REACH else "") + ")",
+                 " / ".join(f"{ms:.1f}" for ms in process_ms), "",
+                 f"ip route get {ip_ns / 1e6:.1f} ms (a process each)", "", "(no target)", None))
     cached = benchmark_p50("Cached answer", 1)
     rows.append(("cached answer, ns", f"{cached:.0f}" if cached else "n/a", "", "", "", "<1000 ns", bool(cached and cached < 1000)))
     tenk = benchmark_p50("10000 monitors, one route change", 1e6)

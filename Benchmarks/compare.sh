@@ -23,6 +23,8 @@ fi
 
 echo "== building reach (release) and the peers"
 (cd "$root" && swift build -c release --product reach 2>&1 | tail -1)
+# The same tool with the Swift runtime and Foundation linked in (the deployment build of README.md).
+(cd "$root" && swift build -c release --product reach --static-swift-stdlib --scratch-path "$root/.build-static" 2>&1 | tail -1)
 sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
 gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
 gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
@@ -35,4 +37,4 @@ echo "== in-process benchmarks (ordo-one/benchmark)"
 
 echo "== beside the floor and the peers"
 python3 "$here/compare.py" "$root/.build/release/reach" "$out/peers" "$out/benchmarks.txt" \
-    "$here/.build/release/latency-listener" "$out/flip_latency" | tee "$out/table.md"
+    "$here/.build/release/latency-listener" "$out/flip_latency" "$root/.build-static/release/reach" | tee "$out/table.md"
