@@ -266,15 +266,25 @@ def idle():
         ns.delete()
 
 
+def stage(name):
+    """Says on stderr which part runs, and since when (the table goes to stdout)."""
+    print(f"-- {name} ({time.strftime('%H:%M:%S')})", file=sys.stderr, flush=True)
+
+
 if __name__ == "__main__":
+    stage("lookups")
     small = Namespace("small")
     try:
         lookups(small)
     finally:
         small.delete()
+    stage("latency")
     latency()
+    stage("churn")
     churn()
+    stage("idle")
     idle()
+    stage("start-up with 1 000 000 routes")
     startup()
     print()
     print("| figure | library | floor (bare C) | peers | ratio to floor | target | met |")

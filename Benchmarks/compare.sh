@@ -9,6 +9,7 @@ root=$(cd "$here/.." && pwd)
 shared=$(cd "$root/../shared" && pwd)
 out=${COMPARE_OUTPUT:-/tmp/reach-compare}
 mkdir -p "$out"
+started=$(date +%s)
 
 # What it needs on a fresh machine (Debian): the library's own build dependencies, the peers'
 # compiler and GLib's Python bindings, strace for the idle check, GNU time for RSS.
@@ -21,7 +22,7 @@ if [ -n "$missing" ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
 
-echo "== building reach (release) and the peers"
+echo "== building reach (release) and the peers ($(date +%T))"
 (cd "$root" && swift build -c release --product reach 2>&1 | tail -1)
 # The same tool with the Swift runtime and Foundation linked in (the deployment build of README.md).
 (cd "$root" && swift build -c release --product reach --static-swift-stdlib --scratch-path "$root/.build-static" 2>&1 | tail -1)
@@ -30,11 +31,12 @@ gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
 gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
 (cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
 
-echo "== in-process benchmarks (ordo-one/benchmark)"
+echo "== in-process benchmarks (ordo-one/benchmark) ($(date +%T))"
 (cd "$here" && swift package --disable-sandbox benchmark --no-progress \
     --filter 'Cached answer|Fresh lookup.*|10000 monitors.*|10000 NotificationCenter.*|Event latency.*' 2>&1 \
     | grep -v '^\[' | tee "$out/benchmarks.txt" | sed -n '/Running Benchmarks/,$p')
 
-echo "== beside the floor and the peers"
+echo "== beside the floor and the peers ($(date +%T))"
 python3 "$here/compare.py" "$root/.build/release/reach" "$out/peers" "$out/benchmarks.txt" \
     "$here/.build/release/latency-listener" "$out/flip_latency" "$root/.build-static/release/reach" | tee "$out/table.md"
+echo "== done in $(( ($(date +%s) - started + 30) / 60 )) minutes"
