@@ -2,7 +2,7 @@
 # Builds the library's release binaries and benchmarks, the C peers, and prints one table: the
 # library beside the floor (bare rtnetlink) and the peers (libnl's cache manager, GLib, ip),
 # measured in the same run. Needs root; creates and deletes its own namespaces only.
-# Usage: Benchmarks/compare.sh        (about 10 minutes on 2 cores; not part of CI)
+# Usage: Benchmarks/compare.sh        (6 minutes on 2 cores with the builds made; not part of CI)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
