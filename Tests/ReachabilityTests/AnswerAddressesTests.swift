@@ -96,4 +96,16 @@ struct AnswerAddressesTests {
     @Test func anAnswerFitsInAnAnyInline() {
         #expect(MemoryLayout<ReachabilityAnswer>.size <= 3 * MemoryLayout<Int>.size)
     }
+
+    /// So must the target, the userInfo's other value that is not a plain enumeration.
+    @Test func aTargetFitsInAnAnyInline() {
+        #expect(MemoryLayout<ReachabilityTarget>.size <= 3 * MemoryLayout<Int>.size)
+        let pair = ReachabilityTarget.addressPair(local: IPAddress("192.0.2.1")!, remote: other)
+        guard case .addressPair(let local, let remote) = pair else {
+            Issue.record("not a pair")
+            return
+        }
+        #expect(local == IPAddress("192.0.2.1")! && remote == other)
+        #expect(pair == .addressPair(local: IPAddress("192.0.2.1")!, remote: other))
+    }
 }

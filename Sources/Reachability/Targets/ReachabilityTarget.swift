@@ -10,7 +10,11 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     case host(String)
     /// A remote address reached from a local one (the kernel's lookup with a source address,
     /// so source-based policy rules apply).
-    case addressPair(local: IPAddress, remote: IPAddress)
+    ///
+    /// Kept out of line (`indirect`): two addresses inline would make every target 41 bytes,
+    /// past the three words an `Any` holds without a box of its own, and every notification's
+    /// userInfo holds the monitor's target.
+    indirect case addressPair(local: IPAddress, remote: IPAddress)
 
     /// Parses a command-line or configuration target: an IPv4 or IPv6 literal is an address,
     /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes).
