@@ -210,6 +210,11 @@ static double pick(const struct listener *listener, double quantile) {
     return listener->samples[index];
 }
 
+static int usage(void) {
+    fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...\n");
+    return 2;
+}
+
 int main(int argc, char **argv) {
     int flips = 50, rounds = 6, gap_ms = 20, extra_links = 0, option;
     while ((option = getopt(argc, argv, "n:r:g:l:")) != -1) {
@@ -219,14 +224,12 @@ int main(int argc, char **argv) {
         case 'g': gap_ms = atoi(optarg); break;
         case 'l': extra_links = atoi(optarg); break;
         default:
-            fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...\n");
-            return 2;
+            return usage();
         }
     }
     int count = argc - optind;
     if (count < 1 || count > MAX_LISTENERS || flips < 1 || rounds < 1 || gap_ms < 1 || extra_links < 0 || extra_links > 60000) {
-        fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...\n");
-        return 2;
+        return usage();
     }
     struct listener listeners[MAX_LISTENERS] = {0};
     for (int i = 0; i < count; i++) {
