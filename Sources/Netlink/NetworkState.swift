@@ -11,6 +11,12 @@ public struct NetworkState: Sendable, Hashable {
     public var addresses: [InterfaceAddress.Key: InterfaceAddress]
     /// The default routes (zero-length destination) of every table and family, by their identity.
     public var defaultRoutes: [Route.Key: Route]
+    /// Changes whenever a link is added or removed, or changes what it is rather than what state
+    /// it is in (see ``Link/differsOnlyInState(from:)``). A subscription sets it, from one
+    /// counter for the whole process, so equal revisions mean links that differ at most in their
+    /// state; `nil` for a state built any other way. Not part of equality. What the link
+    /// classification cache checks in every evaluation round instead of comparing every link.
+    package var linkRevision: UInt64?
 
     /// Creates a state from its parts.
     public init(links: [Int32: Link] = [:], addresses: [InterfaceAddress.Key: InterfaceAddress] = [:],
@@ -26,6 +32,18 @@ public struct NetworkState: Sendable, Hashable {
             links: Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last }),
             addresses: Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }),
             defaultRoutes: Dictionary(defaultRoutes.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }))
+    }
+
+    /// Whether two states hold the same links, addresses and default routes.
+    public static func == (lhs: NetworkState, rhs: NetworkState) -> Bool {
+        lhs.links == rhs.links && lhs.addresses == rhs.addresses && lhs.defaultRoutes == rhs.defaultRoutes
+    }
+
+    /// Hashes the links, addresses and default routes.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(links)
+        hasher.combine(addresses)
+        hasher.combine(defaultRoutes)
     }
 
     /// The links, sorted by index.

@@ -215,6 +215,7 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     private func readInitialState() throws(NetlinkError) {
         state.links = linksFromCache()
+        state.linkRevision = Self.nextLinkRevision()
         state.addresses = addressesFromCache()
         state.defaultRoutes = try dumpDefaultRoutes(filter: .defaultRoutes)
         batch.removeAll()
@@ -367,6 +368,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             return
         }
         guard let change = upsert(link, at: link.index, in: &state.links) else { return }
+        noteLinkChange(change)
         batch.append(.link(change))
         let reachability: InterfaceFlags = [.up, .running, .lowerUp]
         if case .changed(let old, _) = change,
@@ -377,8 +379,23 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     /// Forgets a link that went away, with its addresses and the default routes through it
     /// (the kernel flushes those without a notification).
+    /// Gives the links a new revision, unless `change` left the link what it was (it only went
+    /// up or down, say), so that the classification cache knows without looking at every link.
+    private func noteLinkChange(_ change: Change<Link>) {
+        if case .changed(let old, let new) = change, new.differsOnlyInState(from: old) { return }
+        state.linkRevision = Self.nextLinkRevision()
+    }
+
+    /// Link revisions, from one counter for the process: two subscriptions never share one.
+    private static let linkRevisions = Atomic<UInt64>(0)
+
+    private static func nextLinkRevision() -> UInt64 {
+        linkRevisions.add(1, ordering: .relaxed).newValue
+    }
+
     private func removeLink(index: Int32, lastSeen: Link) {
         let old = state.links.removeValue(forKey: index) ?? lastSeen
+        state.linkRevision = Self.nextLinkRevision()
         batch.append(.link(.removed(old)))
         for (key, address) in state.addresses where address.linkIndex == index {
             state.addresses[key] = nil
@@ -564,7 +581,10 @@ final class SubscriptionEngine: @unchecked Sendable {
             removeLink(index: index, lastSeen: old)
         }
         for (index, link) in current {
-            if let change = upsert(link, at: index, in: &state.links) { batch.append(.link(change)) }
+            if let change = upsert(link, at: index, in: &state.links) {
+                noteLinkChange(change)
+                batch.append(.link(change))
+            }
         }
     }
 

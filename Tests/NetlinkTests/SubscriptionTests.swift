@@ -50,6 +50,38 @@ struct SubscriptionTests {
         }
     }
 
+    /// The link revision stays while links only change state, and changes with what a link is.
+    @Test func theLinkRevisionFollowsWhatLinksAreNotTheirState() async throws {
+        try await withTestNamespace("rev") { ns in
+            try ns.ip("link", "add", "veth0", "type", "veth", "peer", "name", "veth1")
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let index = try ns.index(of: "veth0")
+            let first = try #require(subscription.state.linkRevision)
+            try ns.ip("link", "set", "veth1", "up")
+            try ns.ip("link", "set", "veth0", "up")
+            #expect(eventually { subscription.state.links[index]?.isRunning == true })
+            try ns.ip("link", "set", "veth1", "down")
+            #expect(eventually { subscription.state.links[index]?.isRunning == false })
+            try ns.ip("link", "set", "veth0", "down")
+            #expect(eventually { subscription.state.links[index]?.isUp == false })
+            #expect(subscription.state.linkRevision == first, "up, down and the carrier are state")
+            try ns.ip("link", "set", "veth0", "name", "uplink0")
+            #expect(eventually { subscription.state.links[index]?.name == "uplink0" })
+            let renamed = try #require(subscription.state.linkRevision)
+            #expect(renamed != first)
+            try ns.ip("link", "set", "uplink0", "mtu", "1400")
+            #expect(eventually { subscription.state.links[index]?.mtu == 1400 })
+            let resized = try #require(subscription.state.linkRevision)
+            #expect(resized != renamed)
+            // Another subscription of the same namespace never has the same revision.
+            let other = try NetlinkSubscription(namespace: .named(ns.name))
+            #expect(other.state.linkRevision != resized)
+            try ns.ip("link", "del", "uplink0")
+            #expect(eventually { subscription.state.links[index] == nil })
+            #expect(subscription.state.linkRevision != resized)
+        }
+    }
+
     @Test func addressAddAndRemove() async throws {
         try await withTestNamespace("addr") { ns in
             try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up"])

@@ -82,6 +82,39 @@ struct ValueTests {
         #expect(throws: NetlinkError.notANetworkNamespace) { try NetlinkConnection(namespace: .path("/etc/hostname")) }
     }
 
+    @Test func aLinkThatOnlyChangedStateIsTheSameLink() {
+        let link = Link(index: 4, name: "eth0", arphrdType: .ether, flags: [.up, .running, .lowerUp, .broadcast],
+                        operState: .up, carrier: true, mtu: 1500)
+        var down = link
+        down.flags = [.broadcast]
+        down.operState = .down
+        down.carrier = false
+        #expect(down.differsOnlyInState(from: link) && link.differsOnlyInState(from: down))
+        #expect(link.differsOnlyInState(from: link))
+        var renamed = link
+        renamed.name = "wan0"
+        var resized = link
+        resized.mtu = 9000
+        var enslaved = link
+        enslaved.masterIndex = 9
+        var pointToPoint = link
+        pointToPoint.flags.insert(.pointToPoint)
+        for other in [renamed, resized, enslaved, pointToPoint] {
+            #expect(!other.differsOnlyInState(from: link) && !link.differsOnlyInState(from: other))
+        }
+    }
+
+    @Test func aStatesLinkRevisionIsNotPartOfItsValue() {
+        var one = NetworkState(links: [Link(index: 1, name: "lo", arphrdType: .loopback, flags: [.loopback], operState: .unknown, mtu: 65536)],
+                               addresses: [], defaultRoutes: [])
+        var two = one
+        one.linkRevision = 1
+        two.linkRevision = 2
+        #expect(one == two && one.hashValue == two.hashValue)
+        two.links = [:]
+        #expect(one != two)
+    }
+
     @Test func optionSetsDescribeThemselvesByName() {
         #expect(InterfaceFlags([.up, .running]).description == "[.up, .running]")
         #expect(InterfaceFlags(rawValue: 0x41 | 0x8000_0000).names == ["up", "running", "0x80000000"])

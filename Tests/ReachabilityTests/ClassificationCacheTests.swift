@@ -44,6 +44,39 @@ struct ClassificationCacheTests {
         #expect(cache.classifications(of: [link(3, "br0", kind: "bridge")]).keys.sorted() == [3])
     }
 
+    /// With a subscription's link revision, a round in which no link changed what it is costs
+    /// one comparison; a new revision compares the links, and reads sysfs for a renamed one.
+    @Test func aKnownLinkRevisionIsAnsweredWithoutLookingAtTheLinks() throws {
+        let tree = try SysfsReaderTests.TemporaryTree()
+        try tree.file("class/net/wlan0/uevent", "DEVTYPE=wlan\nIFINDEX=2\n")
+        let cache = LinkClassificationCache(source: .tree(root: tree.root))
+        func state(_ links: [Link], revision: UInt64?) -> NetworkState {
+            var state = NetworkState(links: links, addresses: [], defaultRoutes: [])
+            state.linkRevision = revision
+            return state
+        }
+        #expect(cache.classifications(ofLinksIn: state([link(2, "wlan0")], revision: 7))[2]?.type == .wifi)
+        #expect(cache.sysfsReadCount == 1)
+        // The same revision: the kept answers, whatever the links say (the subscription vouches
+        // that they changed at most their state).
+        #expect(cache.classifications(ofLinksIn: state([link(2, "wlan0", flags: [])], revision: 7))[2]?.type == .wifi)
+        #expect(cache.classifications(ofLinksIn: state([link(2, "eth0")], revision: 7))[2]?.type == .wifi)
+        #expect(cache.sysfsReadCount == 1)
+        // A new revision: the links are compared, and the renamed one is read again.
+        #expect(cache.classifications(ofLinksIn: state([link(2, "eth0")], revision: 8))[2]?.type == .wiredEthernet)
+        #expect(cache.sysfsReadCount == 2)
+        // A state without a revision (built by hand) is always compared.
+        #expect(cache.classifications(ofLinksIn: state([link(2, "wlan0")], revision: nil))[2]?.type == .wifi)
+        #expect(cache.sysfsReadCount == 3)
+        #expect(cache.classifications(ofLinksIn: state([link(2, "eth0")], revision: nil))[2]?.type == .wiredEthernet)
+        // Invalidation forgets the revision: sysfs is read again even for a known one.
+        _ = cache.classifications(ofLinksIn: state([link(2, "eth0")], revision: 9))
+        let reads = cache.sysfsReadCount
+        cache.invalidate()
+        #expect(cache.classifications(ofLinksIn: state([link(2, "eth0")], revision: 9))[2]?.type == .wiredEthernet)
+        #expect(cache.sysfsReadCount == reads + 1)
+    }
+
     /// A one-shot answer classifies the link it goes out through and what that link stacks on,
     /// with the same answers as a classification of every link, and reads nothing else.
     @Test func onlyTheNeededLinksAndWhatTheyStackOnAreRead() throws {

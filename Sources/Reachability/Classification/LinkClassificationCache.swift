@@ -31,7 +31,14 @@ public final class LinkClassificationCache: Sendable {
 
     private struct State {
         var sysfs: [Int32: (key: LinkFacts.SysfsKey, facts: SysfsFacts)] = [:]
-        var facts: [Int32: LinkFacts] = [:]
+        var facts: [Int32: LinkFacts] = [:] {
+            didSet { keys = facts.mapValues(LinkFacts.RtnetlinkKey.init) }
+        }
+        /// The rtnetlink part of `facts`, by index: what the common case compares.
+        private(set) var keys: [Int32: LinkFacts.RtnetlinkKey] = [:]
+        /// The link revision of the subscription state that `classifications` were last
+        /// confirmed for (`NetworkState.linkRevision`), if any.
+        var linkRevision: UInt64?
         var classifications: [Int32: LinkClassification] = [:]
         var sysfsReads = 0
         var linksReadFromSysfs = 0
@@ -48,14 +55,33 @@ public final class LinkClassificationCache: Sendable {
     /// The classification of every link in `links`, by interface index. Links absent from
     /// `links` are forgotten.
     public func classifications(of links: some Collection<Link>) -> [Int32: LinkClassification] {
+        classifications(of: links, linkRevision: nil)
+    }
+
+    /// The classification of every link of a subscription's state. With a link revision it
+    /// costs one comparison when no link was added, removed or changed since the last call
+    /// (links only going up or down); without one, it is ``classifications(of:)``. This runs
+    /// in every evaluation round: comparing every link cost about 1 300 instructions per link,
+    /// 1.2 million for each flip in a namespace of 1 000 links.
+    package func classifications(ofLinksIn network: NetworkState) -> [Int32: LinkClassification] {
+        if let revision = network.linkRevision,
+           let kept = state.withLock({ $0.linkRevision == revision ? $0.classifications : nil }) {
+            return kept
+        }
+        return classifications(of: network.links.values, linkRevision: network.linkRevision)
+    }
+
+    private func classifications(of links: some Collection<Link>, linkRevision: UInt64?) -> [Int32: LinkClassification] {
         // The common case, a link going up or down or a route changing: the same links with the
         // same rtnetlink facts as last time (and so the same sysfs facts: they are kept per name,
-        // kind, master and link type), answered from what is kept with nothing allocated.
+        // kind, master and link type), answered from what is kept with nothing allocated. It
+        // runs in every evaluation round, for every link of the namespace: only keys are compared.
         let unchanged = state.withLock { state -> [Int32: LinkClassification]? in
-            guard links.count == state.facts.count, !links.isEmpty else { return nil }
+            guard links.count == state.keys.count, !links.isEmpty else { return nil }
             for link in links {
-                guard let facts = state.facts[link.index], LinkFacts(link: link, sysfs: facts.sysfs) == facts else { return nil }
+                guard let kept = state.keys[link.index], kept.matches(link) else { return nil }
             }
+            state.linkRevision = linkRevision
             return state.classifications
         }
         if let unchanged { return unchanged }
@@ -71,6 +97,7 @@ public final class LinkClassificationCache: Sendable {
                 state.facts = current
                 state.classifications = LinkClassifier.classify(current.values, policy: policy)
             }
+            state.linkRevision = linkRevision
             return state.classifications
         }
     }
@@ -121,6 +148,7 @@ public final class LinkClassificationCache: Sendable {
         state.withLock { state in
             if let linkIndex { state.sysfs[linkIndex] = nil } else { state.sysfs = [:] }
             state.facts = [:]
+            state.linkRevision = nil
         }
     }
 

@@ -640,7 +640,7 @@ final class ReachabilityEngine: Sendable {
     /// The namespace's state and classifications now.
     func snapshot() -> Snapshot {
         let network = subscription.state
-        return Snapshot(network: network, classifications: classifier.classifications(of: network.links.values),
+        return Snapshot(network: network, classifications: classifier.classifications(ofLinksIn: network),
                         ended: termination)
     }
 
