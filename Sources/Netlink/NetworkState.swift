@@ -65,6 +65,58 @@ public struct NetworkState: Sendable, Hashable {
     }
 }
 
+extension NetworkState {
+    /// Makes this state equal to `newer`, of which it is an earlier version, when `events` are
+    /// everything that happened in between, by copying only the entries the events name: for
+    /// a publication, O(changes) where assigning `newer` would leave two states sharing storage
+    /// and the next change to either copying every link, address and default route (250 000
+    /// instructions for a link flip among 1 000 links). The subscription's events are a
+    /// complete account of its changes (observers rebuild the state from them), so the two
+    /// states end equal; debug builds check it.
+    mutating func catchUp(with newer: NetworkState, through events: [NetlinkEvent]) {
+        for event in events {
+            switch event {
+            case .link(let change):
+                // A link keeps its index: old and new versions share the key.
+                let index = change.value.index
+                links[index] = newer.links[index]
+            case .address(let change):
+                for address in change.versions { addresses[address.key] = newer.addresses[address.key] }
+            case .route(let change):
+                for route in change.versions { defaultRoutes[route.key] = newer.defaultRoutes[route.key] }
+            case .snapshot:
+                self = newer
+                return
+            case .rulesChanged, .resynchronized:
+                break
+            }
+        }
+        linkRevision = newer.linkRevision
+        assert(self == newer, "a batch's events did not account for every change of the state")
+    }
+}
+
+extension Change {
+    /// The versions the change names: one, or both for ``changed(old:new:)``.
+    var versions: [Value] {
+        switch self {
+        case .new(let value), .removed(let value): [value]
+        case .changed(let old, let new): [old, new]
+        }
+    }
+}
+
+extension RouteChange {
+    /// The versions the change names: one, or both for ``changed(old:new:)`` (whose keys differ
+    /// when a replacement changed the route's identity).
+    var versions: [Route] {
+        switch self {
+        case .new(let route), .replaced(let route), .removed(let route): [route]
+        case .changed(let old, let new): [old, new]
+        }
+    }
+}
+
 extension InterfaceAddress {
     /// IPv4 before IPv6, then by address, then by prefix length.
     static func displayOrder(_ a: InterfaceAddress, _ b: InterfaceAddress) -> Bool {

@@ -33,9 +33,13 @@ final class Publisher: Sendable {
     /// the batches in order; the observers are handed the batch outside the lock, so that a
     /// reader of ``state`` never waits for them. An observer attached between the two steps got
     /// the new state as its snapshot and does not get the batch, which that state already holds.
+    ///
+    /// The shared state catches up with `state` entry by entry (`catchUp(with:through:)`), so
+    /// that it and the subscription's own state never share storage: each is changed in place,
+    /// in O(changes), unless a reader still holds a copy.
     func publish(state: NetworkState, events: [NetlinkEvent]) {
         let sinks = shared.withLock { shared -> [any EventSink] in
-            shared.state = state
+            shared.state.catchUp(with: state, through: events)
             return Array(shared.sinks.values)
         }
         for sink in sinks { sink.enqueue(events) }
