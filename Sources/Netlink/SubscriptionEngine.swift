@@ -8,11 +8,10 @@ import Synchronization
 /// One notification socket carries link, address and route messages in the kernel's order.
 /// libnl's cache manager (`nl_cache_mngr`) sets the socket up, joins its groups and fills the
 /// link and address caches; the loop then reads the socket itself, one `recvmsg` per datagram
-/// into a buffer it keeps (see `readNotifications`). Route and link messages are parsed here
-/// from the kernel's bytes (route messages are kept only when they are default routes; libnl's
-/// link cache serves the initial dump and every re-read); address messages go through libnl's
-/// parser into its address cache (`nl_msg_parse`, `nl_cache_include`, what the manager's own
-/// reader does), whose change callback reports them; policy-rule messages are reported as
+/// into a buffer it keeps (see `readNotifications`). Route, link and address messages are parsed
+/// here from the kernel's bytes (route messages are kept only when they are default routes;
+/// libnl's link and address caches serve the initial dump and every re-read, and are not
+/// consulted in between); policy-rule messages are reported as
 /// ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout:
 /// nothing runs while nothing changes.
 final class SubscriptionEngine: @unchecked Sendable {
@@ -170,7 +169,6 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func openSockets() throws(NetlinkError) {
         guard let socket = nl_socket_alloc() else { throw .noMemory }
         eventSocket = socket
-        let me = Unmanaged.passUnretained(self).toOpaque()
         receiveBuffer = .allocate(byteCount: max(options.messageBufferSize, MemoryLayout<nlmsghdr>.size),
                                   alignment: MemoryLayout<nlmsghdr>.alignment)
         var created: OpaquePointer?
@@ -184,12 +182,11 @@ final class SubscriptionEngine: @unchecked Sendable {
         requests = try RequestSocket(namespace: namespace)
         // The manager joins each cache's groups before it dumps the cache, so nothing that
         // changes during the dump is missed: it waits in the socket and is applied afterwards.
-        // Link notifications are read from their bytes (`linkMessage`); the link cache serves
-        // the initial dump and the re-reads, so it has no change callback.
+        // Link and address notifications are read from their bytes (`linkMessage`,
+        // `addressMessage`); the caches serve the initial dump and the re-reads, so they have no
+        // change callback.
         try nlCheck(nl_cache_mngr_add(created, "route/link", nil, nil, &linkCache), "add link cache")
-        try nlCheck(nl_cache_mngr_add(created, "route/addr", { _, object, action, argument in
-            Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue().addressChanged(object!, action: action)
-        }, me, &addressCache), "add address cache")
+        try nlCheck(nl_cache_mngr_add(created, "route/addr", nil, nil, &addressCache), "add address cache")
     }
 
     private func setReceiveBuffer(_ fd: Int32, size: Int) {
@@ -262,8 +259,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// clones a callback set, and for each datagram allocates a 64 KiB buffer and, for each
     /// message, a libnl message and a copy of its bytes, before the route and link parsers,
     /// which read the kernel's bytes, see them. Here a datagram costs one `recvmsg` into a buffer
-    /// kept for the subscription's life, and only an address message is copied, for libnl's
-    /// parser. Errors are libnl's: `ENOBUFS` (the kernel dropped notifications) starts a re-read
+    /// kept for the subscription's life, and no message is copied. Errors are libnl's: `ENOBUFS` (the kernel dropped notifications) starts a re-read
     /// as an overflow; a datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other
     /// failure of `recvmsg` its libnl code, each reported with a re-read.
     private func readNotifications() {
@@ -295,38 +291,19 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
     }
 
-    /// Handles one notification: route, link and rule messages here, address messages through
-    /// libnl's parser and address cache. Control messages (`NLMSG_ERROR`, `NLMSG_DONE`, ...) and
+    /// Handles one notification: route, link, address and rule messages, each read from the
+    /// kernel's bytes. Control messages (`NLMSG_ERROR`, `NLMSG_DONE`, ...) and
     /// other types are not notifications of these groups and are skipped.
     private func handleMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
         messagesSinceWake += 1
         defer { publishFirstMessage() }
         switch Int(header.pointee.nlmsg_type) {
-        case RTM_NEWADDR, RTM_DELADDR: includeAddressMessage(header)
+        case RTM_NEWADDR, RTM_DELADDR: addressMessage(header)
         case RTM_NEWLINK, RTM_DELLINK: linkMessage(header)
         case RTM_NEWROUTE, RTM_DELROUTE: routeMessage(header)
         case RTM_NEWRULE, RTM_DELRULE: ruleMessage(header)
         default: break
         }
-    }
-
-    /// Gives an address message to libnl's parser and includes the object in the address cache,
-    /// whose change callback (`addressChanged`) reports it: the cache manager's own path for an
-    /// event (its `event_input` and `include_cb`), without its reader.
-    private func includeAddressMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
-        guard let message = nlmsg_convert(header) else {
-            resynchronize(reason: .error(.noMemory))
-            return
-        }
-        defer { nlmsg_free(message) }
-        nlmsg_set_proto(message, NETLINK_ROUTE)
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        _ = nl_msg_parse(message, { object, argument in
-            let engine = Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue()
-            _ = nl_cache_include(engine.addressCache, object, { _, object, action, argument in
-                Unmanaged<SubscriptionEngine>.fromOpaque(argument!).takeUnretainedValue().addressChanged(object!, action: action)
-            }, argument)
-        }, me)
     }
 
     /// Publishes the change of the first message after a wake-up at once, before the next
@@ -408,10 +385,20 @@ final class SubscriptionEngine: @unchecked Sendable {
         linksToReconcile.remove(index)
     }
 
-    private func addressChanged(_ object: OpaquePointer, action: Int32) {
-        guard let address = InterfaceAddress(libnl: object) else { return }
+    /// An address notification, read from the kernel's bytes (`InterfaceAddress(message:)`)
+    /// rather than given to libnl's parser and included in its address cache, whose search for
+    /// the object is a walk of every address. libnl's address cache is then only current after
+    /// a re-read, which is the only time it is consulted (`resynchronize`), as for links.
+    private func addressMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard let address = InterfaceAddress(message: header) else { return }
+        applyAddress(address, deleted: header.pointee.nlmsg_type == RTM_DELADDR)
+    }
+
+    /// Applies an address as a notification gave it. A deletion reports the version that was
+    /// kept, as libnl's cache did.
+    private func applyAddress(_ address: InterfaceAddress, deleted: Bool) {
         let key = address.key
-        if action == NL_ACT_DEL {
+        if deleted {
             if let old = state.addresses.removeValue(forKey: key) {
                 batch.append(.address(.removed(old)))
                 // Removing an IPv4 address flushes, without a notification, the routes of its link

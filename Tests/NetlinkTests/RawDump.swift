@@ -6,16 +6,30 @@ import Netlink
 /// with its type, its header's flags and its bytes (header first), until it returns false or
 /// the dump ends.
 func rawLinkDump(_ body: (_ type: UInt16, _ flags: UInt16, _ message: [UInt8]) -> Bool) throws(NetlinkError) {
+    // RTM_GETLINK with a struct ifinfomsg (16 bytes), family AF_UNSPEC.
+    try rawDump(request: 18, familyHeaderSize: 16, body)
+}
+
+/// An address dump (`RTM_GETADDR`, every family), read like ``rawLinkDump(_:)``.
+func rawAddressDump(_ body: (_ type: UInt16, _ flags: UInt16, _ message: [UInt8]) -> Bool) throws(NetlinkError) {
+    // RTM_GETADDR with a struct ifaddrmsg (8 bytes), family AF_UNSPEC.
+    try rawDump(request: 22, familyHeaderSize: 8, body)
+}
+
+/// A dump of `request` type, with a zeroed family header of `familyHeaderSize` bytes.
+private func rawDump(request type: UInt16, familyHeaderSize: Int,
+                     _ body: (_ type: UInt16, _ flags: UInt16, _ message: [UInt8]) -> Bool) throws(NetlinkError) {
     // linux/netlink.h and linux/rtnetlink.h, which Swift's Glibc module does not carry.
-    let (netlinkRoute, getLink, requestAndDump, done, error): (Int32, UInt16, UInt16, UInt16, UInt16) = (0, 18, 0x301, 3, 2)
+    let (netlinkRoute, requestAndDump, done, error): (Int32, UInt16, UInt16, UInt16) = (0, 0x301, 3, 2)
     let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkRoute)
     guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "socket") }
     defer { close(fd) }
-    // struct nlmsghdr followed by struct ifinfomsg (16 bytes), family AF_UNSPEC.
-    var request = [UInt8](repeating: 0, count: 32)
+    // struct nlmsghdr followed by the family header.
+    var request = [UInt8](repeating: 0, count: 16 + familyHeaderSize)
+    let size = UInt32(request.count)
     request.withUnsafeMutableBytes { bytes in
-        bytes.storeBytes(of: UInt32(32), toByteOffset: 0, as: UInt32.self)
-        bytes.storeBytes(of: getLink, toByteOffset: 4, as: UInt16.self)
+        bytes.storeBytes(of: size, toByteOffset: 0, as: UInt32.self)
+        bytes.storeBytes(of: type, toByteOffset: 4, as: UInt16.self)
         bytes.storeBytes(of: requestAndDump, toByteOffset: 6, as: UInt16.self)
         bytes.storeBytes(of: UInt32(1), toByteOffset: 8, as: UInt32.self)
     }
