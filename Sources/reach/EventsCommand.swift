@@ -90,7 +90,7 @@ struct EventPrinter: Sendable {
         func line(_ text: String) { out.append(text) }
         switch event {
         case .snapshot(let snapshot):
-            let classifications = classifier.classifications(of: Array(snapshot.links.values))
+            let classifications = classifier.classifications(ofLinksIn: snapshot)
             for link in snapshot.sortedLinks {
                 emit("present", "link", link.json(classification(link, classifications)), human: describe(link))
             }
@@ -165,10 +165,14 @@ struct EventPrinter: Sendable {
     }
 
     /// The link's classification among the namespace's links; a removed link is classified
-    /// with them one last time (its sysfs facts are still cached).
+    /// with them one last time (its sysfs facts are still cached). While no link changed what
+    /// it is, this costs one comparison (the state's link revision), not one per link.
     private func classification(_ link: Link, _ state: NetworkState) -> LinkClassification {
+        guard state.links[link.index] == nil else {
+            return classification(link, classifier.classifications(ofLinksIn: state))
+        }
         var links = state.links
-        if links[link.index] == nil { links[link.index] = link }
+        links[link.index] = link
         return classification(link, classifier.classifications(of: links.values))
     }
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""CPU time that listeners spend per link flip in a namespace with many links: the cost of one
+change at a container host's scale, which the latency harness cannot show there (its clock
+stops after the kernel's acknowledgement of the flip, which takes over a millisecond with
+1 000 links, longer than any listener). Each listener alone, in alternating rounds (an A/B of
+two builds, or a build beside the floor); each round flips veth `v0` down and up FLIPS/2
+times, 5 ms apart. CPU time is the sum of the listener's threads' run time as the scheduler
+counts it (`/proc/PID/task/*/schedstat`, nanoseconds). Root; creates and deletes its own
+namespace, never touches the root one.
+
+usage: flip_cpu.py ROUNDS LINKS FLIPS NAME=COMMAND ...
+example:
+  Benchmarks/profiles/flip_cpu.py 3 1000 200 raw=/tmp/reach-peers/raw_listener \\
+      watch=".build/release/reach watch 10.200.0.2"
+"""
+import glob
+import os
+import subprocess
+import sys
+import time
+
+
+def cpu_nanoseconds(pid):
+    total = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            total += int(open(path).read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
+def main():
+    rounds, links, flips = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    listeners = dict(argument.split("=", 1) for argument in sys.argv[4:])
+    namespace = f"flipcpu{os.getpid()}"
+    batch = f"/tmp/{namespace}.links"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        setup = ["link set lo up", "link add v0 type veth peer name v1",
+                 "address add 10.200.0.1/24 dev v0", "link set v0 up", "link set v1 up"]
+        # The same extra links as `flip_latency -l`: veth pairs, up, one address each.
+        for i in range(links // 2):
+            setup += [f"link add xa{i} type veth peer name xb{i}",
+                      f"address add 10.{100 + i // 256 % 100}.{i % 256}.1/32 dev xa{i}",
+                      f"link set xa{i} up", f"link set xb{i} up"]
+        open(batch, "w").write("\n".join(setup) + "\n")
+        subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
+        used = {name: [] for name in listeners}
+        for round_number in range(rounds):
+            order = list(listeners) if round_number % 2 == 0 else list(reversed(listeners))
+            for name in order:
+                process = subprocess.Popen(["ip", "netns", "exec", namespace, *listeners[name].split()],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(3)
+                before = cpu_nanoseconds(process.pid)
+                for flip in range(flips):
+                    state = "down" if flip % 2 == 0 else "up"
+                    subprocess.run(["ip", "-n", namespace, "link", "set", "v0", state], check=True)
+                    time.sleep(0.005)
+                time.sleep(1)
+                used[name].append((cpu_nanoseconds(process.pid) - before) / flips / 1000)
+                process.terminate()
+                process.wait(5)
+        print(f"CPU per flip, {links} more links, {flips} flips per round, {rounds} rounds:")
+        for name, values in used.items():
+            median = sorted(values)[len(values) // 2]
+            print(f"  {name}: {' '.join(f'{v:.0f}' for v in values)} µs, median {median:.0f} µs")
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace])
+        if os.path.exists(batch):
+            os.remove(batch)
+
+
+if __name__ == "__main__":
+    main()
