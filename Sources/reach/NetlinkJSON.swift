@@ -107,6 +107,11 @@ extension JSONWriter {
 }
 
 extension ByteSink {
+    /// Appends `address` as it prints: IPv4 digit by digit, IPv6 through its description.
+    mutating func appendAddress(_ address: IPAddress) {
+        if case .v4(let v4) = address { appendIPv4(v4) } else { append(utf8: address.description) }
+    }
+
     /// Appends `address` in dotted decimal (written by `Netlink`'s own writer, with one copy).
     mutating func appendIPv4(_ address: IPv4Address) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: IPv4Address.dottedDecimalCapacity) { buffer in

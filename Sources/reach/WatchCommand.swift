@@ -39,16 +39,29 @@ struct WatchCommand: ParsableCommand {
         // line is one short write; should stdout block, the subscription's buffer absorbs the
         // events meanwhile and, if it overflows, the state is read again.
         let queue = try Reachability.evaluationQueue(in: namespace)
+        // One line buffer for every target's lines, kept from line to line (the callbacks run
+        // one at a time, on that queue; the lock is uncontended).
+        let lineBuffer = Locked(ByteBuffer())
         let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
             .map { text, target throws(ReachabilityError) -> Reachability in
                 let monitor = try Reachability(target: target, namespace: namespace, queue: queue)
+                // The tool observes no notification: posting them would cost each change
+                // Foundation's `post` for nobody.
+                monitor.postsNotifications = false
                 let json = self.json
                 monitor.onChange = { _, answer in
                     if json {
                         guard case .object(let fields) = answer.json(target: text, addresses: answer.addresses) else { return }
                         Output.line(JSON.object(fields + [("time", .string(iso8601Now()))]).serialized)
                     } else {
-                        Output.line(iso8601Now() + "  " + answer.humanLine(target: text ?? "internet"))
+                        lineBuffer.withLock { buffer in
+                            buffer.removeAll()
+                            appendISO8601Now(to: &buffer)
+                            buffer.append("  ")
+                            answer.writeHumanLine(target: text ?? "internet", into: &buffer)
+                            buffer.append(UInt8(ascii: "\n"))
+                            buffer.withBytes { Output.lines($0) }
+                        }
                     }
                     ended.note(answer)
                 }
@@ -89,6 +102,7 @@ struct WaitCommand: ParsableCommand {
     func run() throws {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let monitor = try Reachability(target: parsed, namespace: try namespaceOption.namespace())
+        monitor.postsNotifications = false
         let outcome = EndOfMonitoring()
         monitor.onChange = { _, answer in outcome.note(answer, reachable: answer.isReachable) }
         monitor.startListening()

@@ -42,6 +42,36 @@ struct WatchAndWaitTests {
             && $0["reachable"] as? Bool == false })
     }
 
+    /// The human lines, byte for byte: the timestamp, then every field in its place (a direct
+    /// route, a gateway, no route, a carrier loss, IPv4 and IPv6).
+    @Test func watchHumanLinesCarryEveryFieldByteForByte() throws {
+        let ns = try TestNamespace("cliwatchh")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2 dev va",
+                      "address add 2001:db8:1::1/64 dev va nodad"])
+        let watch = try ReachProcess(["watch", "10.1.0.9", "198.18.0.1", "2001:db8:9::1", "2001:db8:1::5", "--netns", ns.name])
+        defer { watch.stop() }
+        #expect(eventually { watch.lines.withLock { $0.count } == 4 })
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { watch.lines.withLock { $0.count } == 7 })
+        let lines = watch.lines.withLock { $0 }
+        let stamp = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z  /#
+        #expect(lines.allSatisfy { $0.prefixMatch(of: stamp) != nil }, "\(lines)")
+        let bodies = lines.map { String($0.dropFirst(29)) }
+        #expect(Set(bodies.prefix(4)) == [
+            "10.1.0.9: reachable  reachableViaOther  -R ------d  dev va (other)",
+            "198.18.0.1: reachable  reachableViaOther  -R -------  dev va (other)  via 10.1.0.2",
+            "2001:db8:9::1: not reachable  notReachable  -- -------  (no route)",
+            "2001:db8:1::5: reachable  reachableViaOther  -R ------d  dev va (other)",
+        ])
+        #expect(Set(bodies.dropFirst(4)) == [
+            "10.1.0.9: not reachable  notReachable  -- -------  dev va (other)  (no carrier)",
+            "198.18.0.1: not reachable  notReachable  -- -------  dev va (other)  via 10.1.0.2  (no carrier)",
+            "2001:db8:1::5: not reachable  notReachable  -- -------  dev va (other)  (no carrier)",
+        ])
+    }
+
     @Test func waitReturnsWhenReachableOrTimesOut() throws {
         let ns = try TestNamespace("cliwait")
         defer { ns.delete() }

@@ -48,10 +48,22 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable, CustomStringConv
     /// l d` (transient, connection required, on traffic, intervention, on demand, local,
     /// direct), `-` for each flag not set. For example `-R -------` or `WR t-----d`.
     public var compactDescription: String {
-        func letter(_ flag: ReachabilityFlags, _ character: Character) -> Character { contains(flag) ? character : "-" }
-        return String([letter(.isWWAN, "W"), letter(.reachable, "R"), " ",
-                       letter(.transientConnection, "t"), letter(.connectionRequired, "c"),
-                       letter(.connectionOnTraffic, "C"), letter(.interventionRequired, "i"),
-                       letter(.connectionOnDemand, "D"), letter(.isLocalAddress, "l"), letter(.isDirect, "d")])
+        // Ten ASCII bytes written in place: a small string, stored inline, nothing allocated.
+        String(unsafeUninitializedCapacity: 10) { out in
+            func put(_ position: Int, _ flag: ReachabilityFlags, _ letter: Unicode.Scalar) {
+                out[position] = UInt8(ascii: contains(flag) ? letter : "-")
+            }
+            put(0, .isWWAN, "W")
+            put(1, .reachable, "R")
+            out[2] = UInt8(ascii: " ")
+            put(3, .transientConnection, "t")
+            put(4, .connectionRequired, "c")
+            put(5, .connectionOnTraffic, "C")
+            put(6, .interventionRequired, "i")
+            put(7, .connectionOnDemand, "D")
+            put(8, .isLocalAddress, "l")
+            put(9, .isDirect, "d")
+            return 10
+        }
     }
 }
