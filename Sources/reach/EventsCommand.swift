@@ -83,6 +83,13 @@ struct EventPrinter: Sendable {
             self.emit(event, object, { $0.value(value()) }, old: old().map { old in { $0.value(old) } },
                       human: human(), into: &out)
         }
+        func emit(_ event: StaticString, link: Link, old: Link? = nil, human: @autoclosure () -> String) {
+            guard json else { return self.emit(event, "link", { _ in }, old: nil, human: human(), into: &out) }
+            // Classified once for both versions of a changed link.
+            let classification = self.classification(link, state)
+            self.emit(event, "link", { link.writeJSON(classification, to: &$0) },
+                      old: old.map { old in { old.writeJSON(classification, to: &$0) } }, human: "", into: &out)
+        }
         func emit(_ event: StaticString, route: Route, old: Route? = nil) {
             self.emit(event, "route", route.writeJSON, old: old.map { $0.writeJSON },
                       human: describe(route, state: state), into: &out)
@@ -92,7 +99,8 @@ struct EventPrinter: Sendable {
         case .snapshot(let snapshot):
             let classifications = classifier.classifications(ofLinksIn: snapshot)
             for link in snapshot.sortedLinks {
-                emit("present", "link", link.json(classification(link, classifications)), human: describe(link))
+                self.emit("present", "link", { link.writeJSON(classification(link, classifications), to: &$0) }, old: nil,
+                          human: describe(link), into: &out)
             }
             for address in snapshot.addresses.values.sorted(by: { ($0.linkIndex, $0.address) < ($1.linkIndex, $1.address) }) {
                 emit("present", "address", address.json, human: describe(address, state: snapshot))
@@ -103,15 +111,10 @@ struct EventPrinter: Sendable {
             if json { out.appendObject(header: "synchronized", nil) { _ in } } else { line("synchronized") }
         case .link(let change):
             switch change {
-            case .new(let link): emit("new", "link", json(link, state), human: describe(link))
-            case .removed(let link): emit("removed", "link", json(link, state), human: describe(link))
+            case .new(let link): emit("new", link: link, human: describe(link))
+            case .removed(let link): emit("removed", link: link, human: describe(link))
             case .changed(let old, let new):
-                if json {
-                    let classification = self.classification(new, state)
-                    emit("changed", "link", new.json(classification), old: old.json(classification), human: "")
-                } else {
-                    emit("changed", "link", .null, human: describe(new) + "  (was " + linkDifference(old, new) + ")")
-                }
+                emit("changed", link: new, old: old, human: describe(new) + "  (was " + linkDifference(old, new) + ")")
             }
         case .address(let change):
             switch change {
@@ -157,11 +160,6 @@ struct EventPrinter: Sendable {
         } else {
             out.append("\(event) \(object) \(human())")
         }
-    }
-
-    /// The link's JSON with its classification among the namespace's links.
-    private func json(_ link: Link, _ state: NetworkState) -> JSON {
-        json ? link.json(classification(link, state)) : .null
     }
 
     /// The link's classification among the namespace's links; a removed link is classified

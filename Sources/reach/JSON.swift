@@ -161,6 +161,24 @@ struct JSONWriter {
         needsComma = true
     }
 
+    /// A boolean, or null.
+    mutating func value(_ bool: Bool?) {
+        separate()
+        switch bool {
+        case true?: out.append("true")
+        case false?: out.append("false")
+        case nil: out.append("null")
+        }
+        needsComma = true
+    }
+
+    /// An array of strings.
+    mutating func value(names: [String]) {
+        beginArray()
+        for name in names { value(name) }
+        endArray()
+    }
+
     /// An integer, or null.
     mutating func value<T: BinaryInteger>(_ integer: T?) {
         separate()

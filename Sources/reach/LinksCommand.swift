@@ -30,14 +30,23 @@ struct LinksCommand: ParsableCommand {
         let classifications = classifier.classifications(of: Array(state.links.values))
         let links = state.sortedLinks.map { ($0, classifications[$0.index] ?? LinkClassifier.classify(LinkFacts(link: $0))) }
         if json {
-            Output.line(JSON.array(links.map { link, classification in
-                JSON.object([("name", .string(link.name)), ("index", .int(link.index))]
-                    + classification.jsonFields(infoKind: link.kind) + [
-                    ("arphrd", .int(link.arphrdType.rawValue)), ("operState", .string(link.operState.description)),
-                    ("up", .bool(link.isUp)), ("running", .bool(link.isRunning)),
-                    ("addresses", .array(state.addresses(ofLink: link.index).map { .string($0.cidr) })),
-                ])
-            }).serialized)
+            var out = JSONWriter()
+            out.beginArray()
+            for (link, classification) in links {
+                out.beginObject()
+                out.key("name"); out.value(link.name)
+                out.key("index"); out.value(link.index)
+                classification.writeJSONFields(infoKind: link.kind, to: &out)
+                out.key("arphrd"); out.value(link.arphrdType.rawValue)
+                out.key("operState"); out.value(link.operState.description)
+                out.key("up"); out.value(link.isUp)
+                out.key("running"); out.value(link.isRunning)
+                out.key("addresses"); out.value(names: state.addresses(ofLink: link.index).map(\.cidr))
+                out.endObject()
+            }
+            out.endArray()
+            out.newline()
+            out.withBytes(Output.lines)
             return
         }
         for (link, classification) in links {

@@ -120,6 +120,34 @@ struct LinksAndEventsTests {
         }
     }
 
+    /// Link lines, written straight into the line's bytes like routes: every field, and the
+    /// old version of a changed link, byte for byte.
+    @Test func eventsJSONLinksCarryEveryFieldByteForByte() async throws {
+        try await withTestNamespace("clilinks") { ns in
+            try ns.batch(["link add va address 02:00:00:00:00:0a type veth peer name vb address 02:00:00:00:00:0b",
+                          "link set va up"])
+            let va = try #require(try ns.ipJSON("link", "show", "va").first?["ifindex"] as? Int)
+            let vb = try #require(try ns.ipJSON("link", "show", "vb").first?["ifindex"] as? Int)
+            let events = try ReachProcess(["events", "--json", "--netns", ns.name])
+            defer { events.stop() }
+            #expect(events.waitForLine(containing: "\"event\":\"synchronized\""))
+            try ns.ip("link", "set", "va", "mtu", "1400")
+            #expect(events.waitForLine(containing: "\"event\":\"changed\"", "\"mtu\":1400"))
+            let classification = #""type":"other","kind":"veth","infoKind":"veth","expensive":false,"transient":false,"virtual":true,"constrained":false,"evidence":"IFLA_INFO_KIND veth","arphrd":1"#
+            func vaJSON(mtu: Int) -> String {
+                #"{"name":"va","index":VA,"#.replacingOccurrences(of: "VA", with: "\(va)") + classification
+                    + #","operState":"lowerLayerDown","up":true,"running":false,"flags":["up","broadcast","multicast"],"carrier":false,"mtu":MTU,"hardwareAddress":"02:00:00:00:00:0a","master":null,"link":VB,"linkNetnsid":null}"#
+                    .replacingOccurrences(of: "MTU", with: "\(mtu)").replacingOccurrences(of: "VB", with: "\(vb)")
+            }
+            let changed = events.lines.withLock { $0.first { $0.contains("\"event\":\"changed\",\"object\":\"link\"") } }
+            let line = try #require(changed)
+            let body = try #require(line.range(of: ",\"link\":")).upperBound
+            #expect(String(line[body...]) == vaJSON(mtu: 1400) + ",\"old\":" + vaJSON(mtu: 1500) + "}")
+            let present = events.lines.withLock { $0.first { $0.contains("\"event\":\"present\",\"object\":\"link\",\"link\":{\"name\":\"va\"") } }
+            #expect(present?.hasSuffix(",\"link\":" + vaJSON(mtu: 1500) + "}") == true, "\(String(describing: present))")
+        }
+    }
+
     @Test func eventsHumanFormAndNamespaceDeletion() throws {
         let ns = try TestNamespace("clihuman")
         defer { ns.delete() }
