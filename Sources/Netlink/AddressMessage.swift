@@ -12,11 +12,8 @@ extension InterfaceAddress {
     /// notifications with it: libnl's way, `nl_cache_include`, searched its address cache one
     /// object at a time, 0.8 million instructions for each notification among 1 500 addresses.
     package init?(message header: UnsafePointer<nlmsghdr>) {
-        let length = Int(header.pointee.nlmsg_len)
-        let headerSize = MemoryLayout<nlmsghdr>.size
-        guard length >= headerSize + MemoryLayout<ifaddrmsg>.size else { return nil }
-        self.init(payload: UnsafeRawBufferPointer(start: UnsafeRawPointer(header) + headerSize,
-                                                  count: length - headerSize))
+        guard let payload = netlinkPayload(of: header, atLeast: MemoryLayout<ifaddrmsg>.size) else { return nil }
+        self.init(payload: payload)
     }
 
     /// Parses the payload of an address message: an `ifaddrmsg` followed by its attributes.

@@ -12,11 +12,8 @@ extension Link {
     /// skipped. The subscription reads link notifications with it, so that the first event of
     /// a link change is not held up by libnl's parse (BENCHMARKS.md, latency).
     package init?(message header: UnsafePointer<nlmsghdr>) {
-        let length = Int(header.pointee.nlmsg_len)
-        let headerSize = MemoryLayout<nlmsghdr>.size
-        guard length >= headerSize + MemoryLayout<ifinfomsg>.size else { return nil }
-        self.init(payload: UnsafeRawBufferPointer(start: UnsafeRawPointer(header) + headerSize,
-                                                  count: length - headerSize))
+        guard let payload = netlinkPayload(of: header, atLeast: MemoryLayout<ifinfomsg>.size) else { return nil }
+        self.init(payload: payload)
     }
 
     /// Parses the payload of a link message: an `ifinfomsg` followed by its attributes.

@@ -81,9 +81,9 @@ extension NetworkState {
                 let index = change.value.index
                 links[index] = newer.links[index]
             case .address(let change):
-                for address in change.versions { addresses[address.key] = newer.addresses[address.key] }
+                change.forEachVersion { addresses[$0.key] = newer.addresses[$0.key] }
             case .route(let change):
-                for route in change.versions { defaultRoutes[route.key] = newer.defaultRoutes[route.key] }
+                change.forEachVersion { defaultRoutes[$0.key] = newer.defaultRoutes[$0.key] }
             case .snapshot:
                 self = newer
                 return
@@ -97,22 +97,23 @@ extension NetworkState {
 }
 
 extension Change {
-    /// The versions the change names: one, or both for ``changed(old:new:)``.
-    var versions: [Value] {
+    /// Calls `body` with each version the change names: one, or both for
+    /// ``changed(old:new:)``. (Not an array: this runs for every event of every publication.)
+    func forEachVersion(_ body: (Value) -> Void) {
         switch self {
-        case .new(let value), .removed(let value): [value]
-        case .changed(let old, let new): [old, new]
+        case .new(let value), .removed(let value): body(value)
+        case .changed(let old, let new): body(old); body(new)
         }
     }
 }
 
 extension RouteChange {
-    /// The versions the change names: one, or both for ``changed(old:new:)`` (whose keys differ
-    /// when a replacement changed the route's identity).
-    var versions: [Route] {
+    /// Calls `body` with each version the change names: one, or both for
+    /// ``changed(old:new:)`` (whose keys differ when a replacement changed the route's identity).
+    func forEachVersion(_ body: (Route) -> Void) {
         switch self {
-        case .new(let route), .replaced(let route), .removed(let route): [route]
-        case .changed(let old, let new): [old, new]
+        case .new(let route), .replaced(let route), .removed(let route): body(route)
+        case .changed(let old, let new): body(old); body(new)
         }
     }
 }

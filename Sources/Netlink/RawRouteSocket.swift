@@ -261,8 +261,7 @@ final class RawRouteSocket {
         var hasher = Hasher()
         _ = try readDump(on: fd, sequence: seq, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWRULE) else { return true }
-            let length = Int(header.pointee.nlmsg_len) - MemoryLayout<nlmsghdr>.size
-            let payload = UnsafeRawBufferPointer(start: UnsafeRawPointer(header) + MemoryLayout<nlmsghdr>.size, count: length)
+            guard let payload = netlinkPayload(of: header, atLeast: 0) else { return true }
             hasher.combine(bytes: payload)
             var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
             while let (type, value) = attributes.next() {

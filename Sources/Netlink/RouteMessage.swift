@@ -14,11 +14,8 @@ extension Route {
     /// and IPv6 and for a malformed message (an attribute that overruns the message, an
     /// address of the wrong length, a 32-bit attribute shorter than 4 bytes).
     init?(message header: UnsafePointer<nlmsghdr>) {
-        let length = Int(header.pointee.nlmsg_len)
-        let headerSize = MemoryLayout<nlmsghdr>.size
-        guard length >= headerSize + MemoryLayout<rtmsg>.size else { return nil }
-        self.init(payload: UnsafeRawBufferPointer(start: UnsafeRawPointer(header) + headerSize,
-                                                  count: length - headerSize))
+        guard let payload = netlinkPayload(of: header, atLeast: MemoryLayout<rtmsg>.size) else { return nil }
+        self.init(payload: payload)
     }
 
     /// Parses the payload of a route message: an `rtmsg` followed by its attributes.

@@ -259,8 +259,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// clones a callback set, and for each datagram allocates a 64 KiB buffer and, for each
     /// message, a libnl message and a copy of its bytes, before the route and link parsers,
     /// which read the kernel's bytes, see them. Here a datagram costs one `recvmsg` into a buffer
-    /// kept for the subscription's life, and no message is copied. Errors are libnl's: `ENOBUFS` (the kernel dropped notifications) starts a re-read
-    /// as an overflow; a datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other
+    /// kept for the subscription's life, and no message is copied. Errors are libnl's: `ENOBUFS`
+    /// (the kernel dropped notifications) starts a re-read as an overflow; a datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other
     /// failure of `recvmsg` its libnl code, each reported with a re-read.
     private func readNotifications() {
         let descriptor = nl_socket_get_fd(eventSocket)
@@ -354,8 +354,6 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
     }
 
-    /// Forgets a link that went away, with its addresses and the default routes through it
-    /// (the kernel flushes those without a notification).
     /// Gives the links a new revision, unless `change` left the link what it was (it only went
     /// up or down, say), so that the classification cache knows without looking at every link.
     private func noteLinkChange(_ change: Change<Link>) {
@@ -370,6 +368,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         linkRevisions.add(1, ordering: .relaxed).newValue
     }
 
+    /// Forgets a link that went away, with its addresses and the default routes through it
+    /// (the kernel flushes those without a notification).
     private func removeLink(index: Int32, lastSeen: Link) {
         let old = state.links.removeValue(forKey: index) ?? lastSeen
         state.linkRevision = Self.nextLinkRevision()
