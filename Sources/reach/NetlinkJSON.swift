@@ -76,10 +76,7 @@ extension Route {
         out.key("scope"); out.value(scope.description)
         out.key("metric"); out.value(metric)
         out.key("preferredSource"); out.value(preferredSource)
-        out.key("flags")
-        out.beginArray()
-        for name in flags.names { out.value(name) }
-        out.endArray()
+        out.key("flags"); out.value(names: flags.names)
         out.key("nexthops")
         out.beginArray()
         if nexthops.count > 1 {

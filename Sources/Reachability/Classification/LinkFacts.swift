@@ -45,10 +45,15 @@ public struct LinkFacts: Sendable, Hashable {
     /// moved, say) is dropped: its index means nothing here.
     public init(link: Link, sysfs: SysfsFacts = .absent) {
         self.init(index: link.index, name: link.name, arphrdType: link.arphrdType, kind: link.kind,
-                  flags: link.flags.intersection(Self.describingFlags), masterIndex: link.masterIndex,
-                  lowerLinkIndex: link.linkNamespaceID == nil ? link.lowerLinkIndex : nil,
-                  sysfs: sysfs)
+                  flags: Self.describingFlags(of: link), masterIndex: link.masterIndex,
+                  lowerLinkIndex: Self.lowerLinkIndex(of: link), sysfs: sysfs)
     }
+
+    /// What a live link's flags say it is (``describingFlags``).
+    static func describingFlags(of link: Link) -> InterfaceFlags { link.flags.intersection(describingFlags) }
+
+    /// A live link's lower link in this namespace: `nil` when it is in another.
+    static func lowerLinkIndex(of link: Link) -> Int32? { link.linkNamespaceID == nil ? link.lowerLinkIndex : nil }
 
     /// The rtnetlink facts of a live link, without its sysfs facts: what the classification
     /// cache compares on every evaluation round to see that no link changed what it is.
@@ -66,24 +71,12 @@ public struct LinkFacts: Sendable, Hashable {
         var masterIndex: Int32?
         var lowerLinkIndex: Int32?
 
-        /// The key of a live link, as ``LinkFacts/init(link:sysfs:)`` reads it.
-        init(_ link: Link) {
-            index = link.index
-            name = link.name
-            arphrdType = link.arphrdType
-            kind = link.kind
-            flags = link.flags.intersection(LinkFacts.describingFlags)
-            masterIndex = link.masterIndex
-            lowerLinkIndex = link.linkNamespaceID == nil ? link.lowerLinkIndex : nil
-        }
-
-        /// Whether `link` has these rtnetlink facts. Field by field on concrete types: an
-        /// `Optional<RtnetlinkKey>` compared with `==` went through generic value witnesses,
-        /// at about 1 300 instructions a link.
+        /// Whether `link` has these rtnetlink facts, as ``LinkFacts/init(link:sysfs:)`` reads
+        /// them. Field by field on concrete types: an `Optional<RtnetlinkKey>` compared with `==`
+        /// went through generic value witnesses, at about 1 300 instructions a link.
         func matches(_ link: Link) -> Bool {
             index == link.index && arphrdType == link.arphrdType && masterIndex == link.masterIndex
-                && flags == link.flags.intersection(LinkFacts.describingFlags)
-                && lowerLinkIndex == (link.linkNamespaceID == nil ? link.lowerLinkIndex : nil)
+                && flags == LinkFacts.describingFlags(of: link) && lowerLinkIndex == LinkFacts.lowerLinkIndex(of: link)
                 && name == link.name && kind == link.kind
         }
 
