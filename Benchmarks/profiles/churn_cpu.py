@@ -12,7 +12,8 @@ example:
 import os
 import subprocess
 import sys
-import time
+
+from alternating_rounds import alternating_rounds, median
 
 MODE = os.environ.get("MODE", "all")
 
@@ -37,23 +38,12 @@ def main():
         adds = "".join(f"route add 11.{i // 256}.{i % 256}.0/24 via 10.200.0.2\n" for i in range(50_000))
         open(batch["add"], "w").write(adds)
         open(batch["del"], "w").write(adds.replace("route add", "route del"))
-        used = {name: [] for name in listeners}
-        for round_number in range(rounds):
-            order = list(listeners) if round_number % 2 == 0 else list(reversed(listeners))
-            for name in order:
-                process = subprocess.Popen(["ip", "netns", "exec", namespace, *listeners[name].split()],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(2)
-                before = cpu_seconds(process.pid)
-                for kind in ("add", "del"):
-                    subprocess.run(["ip", "-n", namespace, "-batch", batch[kind]], check=True)
-                time.sleep(3)
-                used[name].append(cpu_seconds(process.pid) - before)
-                process.terminate()
-                process.wait(5)
+        def churn():
+            for kind in ("add", "del"):
+                subprocess.run(["ip", "-n", namespace, "-batch", batch[kind]], check=True)
+        used = alternating_rounds(rounds, listeners, namespace, churn, cpu_seconds, settle=2, drain=3)
         for name, values in used.items():
-            median = sorted(values)[len(values) // 2]
-            print(f"{name}: {' '.join(f'{v:.2f}' for v in values)} s, median {median:.2f} s")
+            print(f"{name}: {' '.join(f'{v:.2f}' for v in values)} s, median {median(values):.2f} s")
     finally:
         subprocess.run(["ip", "netns", "del", namespace])
         for path in batch.values():

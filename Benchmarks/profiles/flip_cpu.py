@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 
+from alternating_rounds import alternating_rounds, median
+
 
 def cpu_nanoseconds(pid):
     total = 0
@@ -46,26 +48,16 @@ def main():
                       f"link set xa{i} up", f"link set xb{i} up"]
         open(batch, "w").write("\n".join(setup) + "\n")
         subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
-        used = {name: [] for name in listeners}
-        for round_number in range(rounds):
-            order = list(listeners) if round_number % 2 == 0 else list(reversed(listeners))
-            for name in order:
-                process = subprocess.Popen(["ip", "netns", "exec", namespace, *listeners[name].split()],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(3)
-                before = cpu_nanoseconds(process.pid)
-                for flip in range(flips):
-                    state = "down" if flip % 2 == 0 else "up"
-                    subprocess.run(["ip", "-n", namespace, "link", "set", "v0", state], check=True)
-                    time.sleep(0.005)
-                time.sleep(1)
-                used[name].append((cpu_nanoseconds(process.pid) - before) / flips / 1000)
-                process.terminate()
-                process.wait(5)
+        def flip():
+            for flip in range(flips):
+                state = "down" if flip % 2 == 0 else "up"
+                subprocess.run(["ip", "-n", namespace, "link", "set", "v0", state], check=True)
+                time.sleep(0.005)
+        used = alternating_rounds(rounds, listeners, namespace, flip, cpu_nanoseconds, settle=3, drain=1)
         print(f"CPU per flip, {links} more links, {flips} flips per round, {rounds} rounds:")
         for name, values in used.items():
-            median = sorted(values)[len(values) // 2]
-            print(f"  {name}: {' '.join(f'{v:.0f}' for v in values)} µs, median {median:.0f} µs")
+            per_flip = [v / flips / 1000 for v in values]
+            print(f"  {name}: {' '.join(f'{v:.0f}' for v in per_flip)} µs, median {median(per_flip):.0f} µs")
     finally:
         subprocess.run(["ip", "netns", "del", namespace])
         if os.path.exists(batch):

@@ -1,0 +1,29 @@
+"""The measuring loop that churn_cpu.py and flip_cpu.py share: each listener alone in a
+namespace, round after round, in an order that alternates from one round to the next (so that a
+slow minute of the VM falls on every listener), with the CPU it used while a workload ran."""
+import subprocess
+import time
+
+
+def alternating_rounds(rounds, listeners, namespace, workload, cpu, settle, drain):
+    """Returns {name: [CPU used per round]}. Each listener (NAME -> COMMAND, run inside
+    `namespace`) starts, gets `settle` seconds to read the state, is measured with `cpu(pid)`
+    around `workload()` and `drain` more seconds, then is stopped."""
+    used = {name: [] for name in listeners}
+    for round_number in range(rounds):
+        order = list(listeners) if round_number % 2 == 0 else list(reversed(listeners))
+        for name in order:
+            process = subprocess.Popen(["ip", "netns", "exec", namespace, *listeners[name].split()],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(settle)
+            before = cpu(process.pid)
+            workload()
+            time.sleep(drain)
+            used[name].append(cpu(process.pid) - before)
+            process.terminate()
+            process.wait(5)
+    return used
+
+
+def median(values):
+    return sorted(values)[len(values) // 2]
