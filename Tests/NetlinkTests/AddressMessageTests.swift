@@ -15,19 +15,9 @@ struct AddressMessageTests {
         let namespace = try NetworkNamespace.named(ns.name)
         let subscription = try NetlinkSubscription(namespace: namespace)
         let kernel = try NetlinkConnection(namespace: namespace)
-        func agree(_ step: String) {
-            var last = ""
-            let same = eventually {
-                guard let truth = try? kernel.snapshot().addresses.mapValues(comparable) else { return false }
-                let mine = subscription.state.addresses.mapValues(comparable)
-                if mine == truth { return true }
-                let differing = Set(mine.keys).union(truth.keys).filter { mine[$0] != truth[$0] }
-                last = differing.prefix(2).map { key in
-                    "\(key.address): \(String(describing: mine[key])) ≠ \(String(describing: truth[key]))"
-                }.joined(separator: "; ")
-                return false
-            }
-            #expect(same, "after \(step): \(last)")
+        func agree(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            expectAgreement(after: step, mine: { subscription.state.addresses.mapValues(comparable) },
+                            truth: { try kernel.snapshot().addresses.mapValues(comparable) }, sourceLocation: sourceLocation)
         }
         let steps: [(String, [String])] = [
             // Link-local IPv6 addresses appear, tentative, then lose the flag after DAD.

@@ -17,26 +17,9 @@ struct LinkMessageTests {
         let namespace = try NetworkNamespace.named(ns.name)
         let subscription = try NetlinkSubscription(namespace: namespace)
         let kernel = try NetlinkConnection(namespace: namespace)
-        func agree(_ step: String) {
-            var last = ""
-            let same = eventually {
-                guard let truth = try? kernel.snapshot().links.mapValues(comparable) else { return false }
-                let mine = subscription.state.links.mapValues(comparable)
-                if mine == truth { return true }
-                let differing = Set(mine.keys).union(truth.keys).filter { mine[$0] != truth[$0] }.sorted()
-                last = differing.prefix(2).map { index in
-                    guard let a = mine[index], let b = truth[index] else {
-                        return "link \(index): \(String(describing: mine[index])) ≠ \(String(describing: truth[index]))"
-                    }
-                    // The fields that differ, by name.
-                    let fields = zip(Mirror(reflecting: a).children, Mirror(reflecting: b).children)
-                        .filter { String(describing: $0.value) != String(describing: $1.value) }
-                        .map { "\($0.label ?? "?"): \($0.value) ≠ \($1.value)" }
-                    return "\(a.name): " + fields.joined(separator: ", ")
-                }.joined(separator: "; ")
-                return false
-            }
-            #expect(same, "after \(step): \(last)")
+        func agree(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            expectAgreement(after: step, mine: { subscription.state.links.mapValues(comparable) },
+                            truth: { try kernel.snapshot().links.mapValues(comparable) }, sourceLocation: sourceLocation)
         }
         let steps: [(String, [String])] = [
             ("veth pair", ["link add va type veth peer name vb", "link set va up", "link set vb up"]),
