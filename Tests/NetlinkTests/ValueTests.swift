@@ -64,6 +64,16 @@ struct ValueTests {
         #expect(HardwareAddress("02:00:5E:10:00:01")?.description == "02:00:5e:10:00:01")
         #expect(HardwareAddress("02:00:5e:10:00:") == nil)
         #expect(HardwareAddress("") == nil)
+        #expect(HardwareAddress(octets: []).description == "")
+        #expect(HardwareAddress(octets: [0x0f]).description == "0f")
+        #expect(HardwareAddress(octets: [0x00, 0xff, 0xa0, 0x09]).description == "00:ff:a0:09")
+        // Every octet value, and an InfiniBand-long address (20 octets), round-trip.
+        let everyOctet = HardwareAddress(octets: (0...255).map(UInt8.init))
+        #expect(HardwareAddress(everyOctet.description) == everyOctet)
+        #expect(everyOctet.description.utf8.count == 256 * 3 - 1)
+        let infiniband = HardwareAddress(octets: (0..<20).map { UInt8($0 * 13) })
+        #expect(infiniband.description == infiniband.octets.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }
+            .joined(separator: ":"))
     }
 
     @Test func namespaceNamesAreValidated() throws {
