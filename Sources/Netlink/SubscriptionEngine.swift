@@ -8,10 +8,10 @@ import Synchronization
 /// One notification socket carries link, address and route messages in the kernel's order.
 /// libnl's cache manager (`nl_cache_mngr`) sets the socket up, joins its groups and fills the
 /// link and address caches; the loop then reads the socket itself, one `recvmsg` per datagram
-/// into a buffer it keeps (see `readNotifications`). Route, link and address messages are parsed
-/// here from the kernel's bytes (route messages are kept only when they are default routes;
-/// libnl's link and address caches serve the initial dump and every re-read, and are not
-/// consulted in between); policy-rule messages are reported as
+/// into a buffer it keeps (see `readNotifications`). Route, link and address messages are
+/// parsed here from the kernel's bytes (route messages are kept only when they are default
+/// routes; libnl's link and address caches serve the initial dump and every re-read, and are
+/// not consulted in between); policy-rule messages are reported as
 /// ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout:
 /// nothing runs while nothing changes.
 final class SubscriptionEngine: @unchecked Sendable {
@@ -257,11 +257,12 @@ final class SubscriptionEngine: @unchecked Sendable {
     ///
     /// The socket is read here rather than by `nl_cache_mngr_data_ready`, which for each wake-up
     /// clones a callback set, and for each datagram allocates a 64 KiB buffer and, for each
-    /// message, a libnl message and a copy of its bytes, before the route and link parsers,
-    /// which read the kernel's bytes, see them. Here a datagram costs one `recvmsg` into a buffer
-    /// kept for the subscription's life, and no message is copied. Errors are libnl's: `ENOBUFS`
-    /// (the kernel dropped notifications) starts a re-read as an overflow; a datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other
-    /// failure of `recvmsg` its libnl code, each reported with a re-read.
+    /// message, a libnl message and a copy of its bytes, before the route, link and address
+    /// parsers, which read the kernel's bytes, see them. Here a datagram costs one `recvmsg`
+    /// into a buffer kept for the subscription's life, and no message is copied. Errors are
+    /// libnl's: `ENOBUFS` (the kernel dropped notifications) starts a re-read as an overflow; a
+    /// datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other failure of `recvmsg`
+    /// its libnl code, each reported with a re-read.
     private func readNotifications() {
         let descriptor = nl_socket_get_fd(eventSocket)
         while true {

@@ -12,13 +12,6 @@ struct AddressMessageTests {
     @Test func notificationsAgreeWithLibnlDumpsThroughATourOfAddresses() throws {
         let ns = try TestNamespace("addrmsg")
         defer { ns.delete() }
-        let namespace = try NetworkNamespace.named(ns.name)
-        let subscription = try NetlinkSubscription(namespace: namespace)
-        let kernel = try NetlinkConnection(namespace: namespace)
-        func agree(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) {
-            expectAgreement(after: step, mine: { subscription.state.addresses.mapValues(comparable) },
-                            truth: { try kernel.snapshot().addresses.mapValues(comparable) }, sourceLocation: sourceLocation)
-        }
         let steps: [(String, [String])] = [
             // Link-local IPv6 addresses appear, tentative, then lose the flag after DAD.
             ("veth pair up", ["link add va type veth peer name vb", "link set va up", "link set vb up"]),
@@ -35,11 +28,7 @@ struct AddressMessageTests {
             ("flush", ["address flush dev va"]),
             ("link deleted", ["link del va"]),
         ]
-        agree("start")
-        for (step, commands) in steps {
-            try ns.batch(commands)
-            agree(step)
-        }
+        try expectAgreementThroughTour(in: ns, steps: steps, view: { $0.addresses.mapValues(comparable) })
     }
 
     /// Lifetimes, the one field read as a countdown: finite ones are read from IFA_CACHEINFO.

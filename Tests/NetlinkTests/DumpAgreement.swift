@@ -1,4 +1,5 @@
 import Foundation
+import Netlink
 import NetnsTestSupport
 import Testing
 
@@ -28,4 +29,28 @@ func expectAgreement<Key: Hashable, Value: Equatable>(
         return false
     }
     #expect(same, "after \(step): \(last)", sourceLocation: sourceLocation)
+}
+
+/// A tour of a parser: subscribes to `ns`, then expects agreement (`expectAgreement`) between
+/// `view` of the subscription's state and `view` of a fresh libnl dump, at the start and after
+/// each step's `ip -batch` commands.
+/// - Returns: The subscription, for checks after the tour.
+@discardableResult
+func expectAgreementThroughTour<Key: Hashable, Value: Equatable>(
+    in ns: TestNamespace, steps: [(String, [String])], view: (NetworkState) -> [Key: Value],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> NetlinkSubscription {
+    let namespace = try NetworkNamespace.named(ns.name)
+    let subscription = try NetlinkSubscription(namespace: namespace)
+    let kernel = try NetlinkConnection(namespace: namespace)
+    func agree(_ step: String) {
+        expectAgreement(after: step, mine: { view(subscription.state) }, truth: { view(try kernel.snapshot()) },
+                        sourceLocation: sourceLocation)
+    }
+    agree("start")
+    for (step, commands) in steps {
+        try ns.batch(commands)
+        agree(step)
+    }
+    return subscription
 }

@@ -14,13 +14,6 @@ struct LinkMessageTests {
         defer { ns.delete() }
         let elsewhere = try TestNamespace("linkmsgpeer")
         defer { elsewhere.delete() }
-        let namespace = try NetworkNamespace.named(ns.name)
-        let subscription = try NetlinkSubscription(namespace: namespace)
-        let kernel = try NetlinkConnection(namespace: namespace)
-        func agree(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) {
-            expectAgreement(after: step, mine: { subscription.state.links.mapValues(comparable) },
-                            truth: { try kernel.snapshot().links.mapValues(comparable) }, sourceLocation: sourceLocation)
-        }
         let steps: [(String, [String])] = [
             ("veth pair", ["link add va type veth peer name vb", "link set va up", "link set vb up"]),
             ("bridge with a port", ["link add br0 type bridge", "link set br0 up", "link set vb master br0"]),
@@ -36,11 +29,7 @@ struct LinkMessageTests {
             ("a veth whose peer is in another namespace", ["link add vx type veth peer name vy netns \(elsewhere.name)"]),
             ("deletions", ["link del vxlan5", "link del tun7", "link del br0", "link del i0"]),
         ]
-        agree("start")
-        for (step, commands) in steps {
-            try ns.batch(commands)
-            agree(step)
-        }
+        let subscription = try expectAgreementThroughTour(in: ns, steps: steps, view: { $0.links.mapValues(comparable) })
         let links = subscription.state.links.values
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil }, "the peer's namespace id is read")
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil && $0.lowerLinkIndex != nil })
