@@ -83,7 +83,12 @@ extension NetworkState {
             case .address(let change):
                 change.forEachVersion { addresses[$0.key] = newer.addresses[$0.key] }
             case .route(let change):
-                change.forEachVersion { defaultRoutes[$0.key] = newer.defaultRoutes[$0.key] }
+                // Only default routes are kept: the others (a churn's hundred thousand) need no
+                // lookup in either state.
+                change.forEachVersion { route in
+                    guard route.isDefault else { return }
+                    defaultRoutes[route.key] = newer.defaultRoutes[route.key]
+                }
             case .snapshot:
                 self = newer
                 return

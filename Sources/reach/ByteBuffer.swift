@@ -86,6 +86,31 @@ final class ByteBuffer: ByteSink {
         count += bytes.count
     }
 
+    /// Appends `text` between double quotes, after a comma if `comma` and before a colon if
+    /// `colon`: a JSON key (`,"key":`) or a string value known when the tool was built, with
+    /// one check of the room. Appended piece by piece, a route line's sixteen keys cost more
+    /// than their copies.
+    @inline(__always)
+    func appendQuoted(_ text: StaticString, comma: Bool, colon: Bool) {
+        let length = text.utf8CodeUnitCount
+        if count + length + 4 > capacity { grow(toHold: count + length + 4) }
+        var end = base + count
+        if comma {
+            end.pointee = UInt8(ascii: ",")
+            end += 1
+        }
+        end.pointee = UInt8(ascii: "\"")
+        (end + 1).update(from: text.utf8Start, count: length)
+        end += length + 1
+        end.pointee = UInt8(ascii: "\"")
+        end += 1
+        if colon {
+            end.pointee = UInt8(ascii: ":")
+            end += 1
+        }
+        count = end - base
+    }
+
     /// Calls `body` with the bytes written so far (valid only during the call).
     func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
         try body(UnsafeBufferPointer(start: base, count: count))

@@ -127,11 +127,7 @@ struct JSONWriter {
 
     /// Writes `"key":`; the value follows.
     mutating func key(_ key: StaticString) {
-        separate()
-        out.append(UInt8(ascii: "\""))
-        out.append(key)
-        out.append(UInt8(ascii: "\""))
-        out.append(UInt8(ascii: ":"))
+        out.appendQuoted(key, comma: needsComma, colon: true)
         needsComma = false
     }
 
@@ -154,10 +150,7 @@ struct JSONWriter {
 
     /// A string known when the tool was built, that needs no escaping.
     mutating func value(_ string: StaticString) {
-        separate()
-        out.append(UInt8(ascii: "\""))
-        out.append(string)
-        out.append(UInt8(ascii: "\""))
+        out.appendQuoted(string, comma: needsComma, colon: false)
         needsComma = true
     }
 
@@ -214,6 +207,7 @@ struct JSONWriter {
         needsComma = false
     }
 
+    @inline(__always)
     private mutating func separate() {
         if needsComma { out.append(UInt8(ascii: ",")) }
     }
