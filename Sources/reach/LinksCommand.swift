@@ -34,13 +34,7 @@ struct LinksCommand: ParsableCommand {
             out.beginArray()
             for (link, classification) in links {
                 out.beginObject()
-                out.key("name"); out.value(link.name)
-                out.key("index"); out.value(link.index)
-                classification.writeJSONFields(infoKind: link.kind, to: &out)
-                out.key("arphrd"); out.value(link.arphrdType.rawValue)
-                out.key("operState"); out.value(link.operState.description)
-                out.key("up"); out.value(link.isUp)
-                out.key("running"); out.value(link.isRunning)
+                link.writeJSONSummaryFields(classification, to: &out)
                 out.key("addresses"); out.value(names: state.addresses(ofLink: link.index).map(\.cidr))
                 out.endObject()
             }

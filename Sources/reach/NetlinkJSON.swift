@@ -9,13 +9,7 @@ extension Link {
     /// ``JSON`` tree first cost `reach events` a third of its instructions per link flip.
     func writeJSON(_ classification: LinkClassification, to out: inout JSONWriter) {
         out.beginObject()
-        out.key("name"); out.value(name)
-        out.key("index"); out.value(index)
-        classification.writeJSONFields(infoKind: kind, to: &out)
-        out.key("arphrd"); out.value(arphrdType.rawValue)
-        out.key("operState"); out.value(operState.description)
-        out.key("up"); out.value(isUp)
-        out.key("running"); out.value(isRunning)
+        writeJSONSummaryFields(classification, to: &out)
         out.key("flags"); out.value(names: flags.names)
         out.key("carrier"); out.value(carrier)
         out.key("mtu"); out.value(mtu)
@@ -24,6 +18,20 @@ extension Link {
         out.key("link"); out.value(lowerLinkIndex)
         out.key("linkNetnsid"); out.value(linkNamespaceID)
         out.endObject()
+    }
+}
+
+extension Link {
+    /// Writes the fields that `links` and `events` share, in the contract's order: `name`,
+    /// `index`, the classification's fields, `arphrd`, `operState`, `up` and `running`.
+    func writeJSONSummaryFields(_ classification: LinkClassification, to out: inout JSONWriter) {
+        out.key("name"); out.value(name)
+        out.key("index"); out.value(index)
+        classification.writeJSONFields(infoKind: kind, to: &out)
+        out.key("arphrd"); out.value(arphrdType.rawValue)
+        out.key("operState"); out.value(operState.description)
+        out.key("up"); out.value(isUp)
+        out.key("running"); out.value(isRunning)
     }
 }
 
@@ -97,18 +105,14 @@ extension JSONWriter {
     /// An address as a string value, or null: IPv4 written digit by digit (an event stream
     /// prints millions), IPv6 through its description.
     mutating func value(_ address: IPAddress?) {
-        switch address {
-        case .v4(let v4)?: value { $0.appendIPv4(v4) }
-        case let address?: value(address.description)
-        case nil: value(nil as String?)
-        }
+        guard let address else { return value(nil as String?) }
+        value { $0.appendAddress(address) }
     }
 
     /// A network (`address/prefix`) as a string value, IPv4 written digit by digit.
     mutating func value(_ network: IPNetwork) {
-        guard case .v4(let v4) = network.address else { value(network.description); return }
         value { sink in
-            sink.appendIPv4(v4)
+            sink.appendAddress(network.address)
             sink.append(UInt8(ascii: "/"))
             sink.appendDecimal(Int64(network.prefixLength))
         }

@@ -51,3 +51,20 @@ private func rawDump(request type: UInt16, familyHeaderSize: Int,
         }
     }
 }
+
+/// Gives `parse` every truncation of `message`'s payload (the bytes after its 16-byte
+/// `nlmsghdr`) and every single-byte change of it (to 0x00, 0x04, 0x7f and 0xff): each must
+/// parse or be refused, never crash or read past the end (the address sanitizer run of the
+/// suite would see a read past the end).
+func feedEveryTruncationAndByteChange(of message: [UInt8], to parse: (UnsafeRawBufferPointer) -> Void) {
+    for cut in 16..<message.count {
+        Array(message[16..<cut]).withUnsafeBytes(parse)
+    }
+    for position in 16..<message.count {
+        for value: UInt8 in [0x00, 0x04, 0x7f, 0xff] {
+            var changed = message
+            changed[position] = value
+            changed.withUnsafeBytes { bytes in parse(UnsafeRawBufferPointer(rebasing: bytes[16...])) }
+        }
+    }
+}
