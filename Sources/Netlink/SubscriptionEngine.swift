@@ -506,8 +506,10 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
         let filters = Array(linkFilters)
             + tablesToReconcile.map { RouteFilter(family: $0.family, table: $0.table, defaultOnly: true) }
-        linksToReconcile.removeAll()
-        tablesToReconcile.removeAll()
+        // Kept allocated: a flip marks its link again before its first event goes out, and a
+        // new set's storage would be allocated and grown on that path each time.
+        linksToReconcile.removeAll(keepingCapacity: true)
+        tablesToReconcile.removeAll(keepingCapacity: true)
         for filter in filters {
             do {
                 try reread(filter)

@@ -118,6 +118,41 @@ struct SubscriptionThreadObserverTests {
         holder.withLock { $0 = nil }
     }
 
+    /// A per-event observer that cancels itself in the middle of a published batch gets none of
+    /// the batch's later events, although the batch was handed to it whole.
+    @Test func cancelInsideTheHandlerSkipsTheRestOfItsBatch() throws {
+        let ns = try TestNamespace("inlinecancelmid")
+        defer { ns.delete() }
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up", "link set dum0 up"])
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        let isRoute: @Sendable (NetlinkEvent, Int) -> Bool = { event, third in
+            event.routeChange?.route.destination == IPNetwork("10.4.\(third).0/24")
+        }
+        // Route events seen from the burst's tenth route on (the first message of a wake-up is
+        // published alone; the tenth is well inside the batch that follows it).
+        let seen = Locked(0)
+        let holder = Locked<NetlinkObservation?>(nil)
+        let observation = subscription.observeOnSubscriptionThread { event in
+            guard event.routeChange != nil, (10..<40).contains(where: { isRoute(event, $0) }) else { return }
+            seen.withLock { $0 += 1 }
+            holder.withLock { $0 }?.cancel()
+        }
+        holder.withLock { $0 = observation }
+        defer { holder.withLock { $0 = nil } }
+        // Holds the subscription's thread at the MTU change until the routes are queued in the
+        // kernel, so that they are read in one wake-up on any machine.
+        let staller = SubscriptionHold(subscription, for: .seconds(10)) { $0.linkChange?.value.mtu == 1300 }
+        defer { staller.cancel() }
+        let probe = EventRecorder(subscription)
+        try ns.ip("link", "set", "dum0", "mtu", "1300")
+        #expect(probe.waitFor { $0.linkChange?.value.mtu == 1300 })
+        try ns.batch((0..<40).map { "route add 10.4.\($0).0/24 dev dum0" })
+        staller.release()
+        #expect(probe.waitFor { isRoute($0, 39) })
+        #expect(seen.withLock { $0 } == 1, "events of the batch after the cancel were delivered")
+    }
+
     @Test func aDeletedNamespaceEndsItAndALateObserverIsToldAtOnce() throws {
         let ns = try TestNamespace("inlinegone")
         defer { ns.delete() }
