@@ -65,6 +65,7 @@ GLIB = "GLib GNetworkMonitor"
 ANSWER_FLOOR = "raw_reachability 10.200.0.2 (bare-C answer floor)"
 REFERENCES = (FLOOR, LIBNL, GLIB, ANSWER_FLOOR)
 HOP = "NetlinkSubscription callback + one DispatchQueue.async"
+LAYER_ANSWER = "NetlinkSubscription batch callback + NetlinkConnection.lookupRoute, 10.200.0.2"
 
 
 def latency():
@@ -75,23 +76,27 @@ def latency():
     `Reachability` monitor is measured with its default callback queue and with the
     namespace's evaluation queue (`Reachability.evaluationQueue(in:)`) as its callback queue.
 
-    Two more references: `raw_reachability`, the bare-C floor for an *answer* (it reads the
+    Three more references: `raw_reachability`, the bare-C floor for an *answer* (it reads the
     burst, asks the kernel for the target's route and prints when the answer changed, which is
-    what a Reachability callback must wait for), and `latency-listener subscription-hop`, the
+    what a Reachability callback must wait for); `latency-listener subscription-hop`, the
     library's own callback moved to a dispatch queue by one `async` (what any callback on a
-    queue of its own pays on this machine)."""
+    queue of its own pays on this machine); and `latency-listener subscription-lookup`,
+    raw_reachability's logic on the library's Netlink layer (a batch observer on the
+    subscription's thread, one `NetlinkConnection.lookupRoute`, a line when the answer
+    changed): the least an answer costs through that layer, without the Reachability engine."""
     raw_reachability = os.path.join(os.path.dirname(HARNESS), "raw_reachability")
     commands = [(FLOOR, f"{PEERS}/raw_listener"), (LIBNL, f"{PEERS}/libnl_listener"),
                 (GLIB, f"{PY} {SHARED}/peers/glib_listener.py"), (ANSWER_FLOOR, f"{raw_reachability} 10.200.0.2"),
                 ("NetlinkSubscription callback", f"{LISTENER} subscription"),
                 (HOP, f"{LISTENER} subscription-hop"),
+                (LAYER_ANSWER, f"{LISTENER} subscription-lookup 10.200.0.2"),
                 ("Reachability callback, 10.200.0.2", f"{LISTENER} reachability 10.200.0.2"),
                 ("Reachability callback on the evaluation queue, 10.200.0.2", f"{LISTENER} reachability-inline 10.200.0.2"),
                 ("reach events --json", f"{REACH} events --json"), ("reach watch 10.200.0.2", f"{REACH} watch 10.200.0.2")]
     latency_rows(commands, extra_links=0)
     # The same at a container host's scale: 1 000 more links (500 veth pairs) in the namespace.
-    # GLib and the hop reference are left out to keep the run short.
-    latency_rows([c for c in commands if c[0] not in (GLIB, HOP)], extra_links=1000)
+    # GLib and the hop and Netlink-layer references are left out to keep the run short.
+    latency_rows([c for c in commands if c[0] not in (GLIB, HOP, LAYER_ANSWER)], extra_links=1000)
 
 
 def latency_rows(commands, extra_links):

@@ -13,6 +13,15 @@
 //                                          queue the subscription's thread hands it to: the
 //                                          cost of one DispatchQueue.async on this machine, the
 //                                          least that a callback on a queue of its own can pay
+//   latency-listener subscription-lookup ADDRESS
+//                                          raw_reachability's logic on the library's Netlink
+//                                          layer: after each published batch, on the
+//                                          subscription's thread, one lookupRoute for ADDRESS
+//                                          and a line when the route or its link's up and
+//                                          carrier flags changed. The least an answer costs
+//                                          through that layer, without the Reachability engine
+//                                          (no classification, flags, state of answers or
+//                                          delivery)
 //
 // Prints READY once subscribed. `reach events` and `reach watch` are measured beside it; they
 // add classification, JSON or text formatting, which the peers do not do.
@@ -20,6 +29,7 @@ import Dispatch
 import Glibc
 import Netlink
 import Reachability
+import Synchronization
 
 /// Writes one line with a single write(2): no buffering between the event and the harness.
 func printLine(_ text: StaticString) {
@@ -45,6 +55,33 @@ case "subscription-hop":
     }
     printLine("READY\n")
     withExtendedLifetime(observation) { while true { pause() } }
+case "subscription-lookup" where arguments.count == 3:
+    guard let address = IPAddress(arguments[2]) else {
+        printLine("latency-listener: not an address literal\n")
+        exit(2)
+    }
+    let subscription = try NetlinkSubscription()
+    let connection = try NetlinkConnection()
+    /// What raw_reachability compares: the kernel's answer, and whether its link is usable.
+    struct Answer: Equatable {
+        var result: RouteLookupResult?
+        var linkReady: Bool
+    }
+    // Only the subscription's thread touches it; the mutex is never contended.
+    let last = Mutex<Answer?>(nil)
+    let observation = subscription.observeBatchesOnSubscriptionThread { [subscription] _ in
+        let result = try? connection.lookupRoute(to: address)
+        let linkReady = result?.route?.outputLinkIndex.flatMap { subscription.state.links[$0] }
+            .map { $0.flags.isSuperset(of: [.up, .lowerUp]) } ?? false
+        let answer = Answer(result: result, linkReady: linkReady)
+        let changed = last.withLock { previous -> Bool in
+            defer { previous = answer }
+            return previous != nil && previous != answer
+        }
+        if changed { printLine("CHANGED\n") }
+    }
+    printLine("READY\n")
+    withExtendedLifetime(observation) { while true { pause() } }
 case "reachability" where arguments.count == 3, "reachability-inline" where arguments.count == 3:
     guard let address = IPAddress(arguments[2]) else {
         printLine("latency-listener: not an address literal\n")
@@ -58,6 +95,6 @@ case "reachability" where arguments.count == 3, "reachability-inline" where argu
     printLine("READY\n")
     withExtendedLifetime(monitor) { while true { pause() } }
 default:
-    printLine("usage: latency-listener subscription | subscription-hop | reachability ADDRESS | reachability-inline ADDRESS\n")
+    printLine("usage: latency-listener subscription | subscription-hop | subscription-lookup ADDRESS | reachability ADDRESS | reachability-inline ADDRESS\n")
     exit(2)
 }
