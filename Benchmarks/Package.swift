@@ -30,6 +30,13 @@ let package = Package(
             dependencies: library,
             path: "Tools/LatencyListener"
         ),
+        // Fresh lookups in a loop, timed as the bare-C raw_lookup is, for compare.py's
+        // alternating rounds of the two.
+        .executableTarget(
+            name: "lookup-loop",
+            dependencies: library,
+            path: "Tools/LookupLoop"
+        ),
         // 10 000 monitors told of default-route changes, for callgrind
         // (profiles/instructions_per_change.sh).
         .executableTarget(

@@ -30,6 +30,7 @@ sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
 gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
 gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
 (cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
+(cd "$here" && swift build -c release --product lookup-loop 2>&1 | tail -1)
 
 echo "== in-process benchmarks (ordo-one/benchmark) ($(date +%T))"
 (cd "$here" && swift package --disable-sandbox benchmark --no-progress \
