@@ -140,6 +140,11 @@ struct SubscriptionThreadObserverTests {
         }
         holder.withLock { $0 = observation }
         defer { holder.withLock { $0 = nil } }
+        let markerSeen = Locked(false)
+        let marker = subscription.observeOnSubscriptionThread { event in
+            if event.linkChange?.value.mtu == 1400 { markerSeen.withLock { $0 = true } }
+        }
+        defer { marker.cancel() }
         // Holds the subscription's thread at the MTU change until the routes are queued in the
         // kernel, so that they are read in one wake-up on any machine.
         let staller = SubscriptionHold(subscription, for: .seconds(10)) { $0.linkChange?.value.mtu == 1300 }
@@ -150,6 +155,10 @@ struct SubscriptionThreadObserverTests {
         try ns.batch((0..<40).map { "route add 10.4.\($0).0/24 dev dum0" })
         staller.release()
         #expect(probe.waitFor { isRoute($0, 39) })
+        // The subscription's thread hands each batch to all of its observers before it reads
+        // the next: once the marker sees a later change, the burst has been handed out.
+        try ns.ip("link", "set", "dum0", "mtu", "1400")
+        #expect(eventually { markerSeen.withLock { $0 } })
         #expect(seen.withLock { $0 } == 1, "events of the batch after the cancel were delivered")
     }
 
