@@ -12,11 +12,12 @@
 //   times for each listener, one after the other, in an order that alternates from round to
 //   round. A slow minute of the VM then falls on every listener instead of on one.
 //
-// usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...
+// usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] [-s READY_S] NAME=COMMAND ...
 // `-l` adds that many links (veth pairs, up, one address per pair) to the namespace first: the scale
 // of a container host, where every listener that walks all links pays for it on each flip.
 // Each COMMAND runs inside the namespace (`ip netns exec`), may print READY, then prints a
-// line per event. Output: one JSON line per listener, like latency.py's.
+// line per event. A listener is given `-s` seconds (default 3) to print READY or to subscribe:
+// more for one run under valgrind. Output: one JSON line per listener, like latency.py's.
 // Needs root (it creates and deletes its own namespace; the root namespace is not touched).
 #define _GNU_SOURCE
 #include <errno.h>
@@ -174,13 +175,13 @@ static int64_t read_until(int fd, int64_t deadline, long *lines, int *ready) {
 }
 
 static void measure(struct listener *listener, int socket_fd, int ifindex, int flips, int gap_ms,
-                    uint32_t *sequence) {
+                    int ready_s, uint32_t *sequence) {
     int output;
     pid_t pid = start_listener(listener->command, &output);
-    // A listener that prints no READY line is given 3 s to subscribe, as in latency.py.
+    // A listener that prints no READY line is given 3 s to subscribe (by default), as in latency.py.
     int ready = 0;
     long ignored = 0;
-    int64_t give_up = now_ns() + 3000000000LL;
+    int64_t give_up = now_ns() + (int64_t)ready_s * 1000000000LL;
     while (!ready && now_ns() < give_up) read_until(output, now_ns() + 10000000, &ignored, &ready);
     read_until(output, now_ns() + 500000000, &ignored, NULL);
     for (int i = 0; i < flips; i++) {
@@ -211,24 +212,25 @@ static double pick(const struct listener *listener, double quantile) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] NAME=COMMAND ...\n");
+    fprintf(stderr, "usage: flip_latency [-n FLIPS_PER_ROUND] [-r ROUNDS] [-g GAP_MS] [-l LINKS] [-s READY_S] NAME=COMMAND ...\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
-    int flips = 50, rounds = 6, gap_ms = 20, extra_links = 0, option;
-    while ((option = getopt(argc, argv, "n:r:g:l:")) != -1) {
+    int flips = 50, rounds = 6, gap_ms = 20, extra_links = 0, ready_s = 3, option;
+    while ((option = getopt(argc, argv, "n:r:g:l:s:")) != -1) {
         switch (option) {
         case 'n': flips = atoi(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'g': gap_ms = atoi(optarg); break;
         case 'l': extra_links = atoi(optarg); break;
+        case 's': ready_s = atoi(optarg); break;
         default:
             return usage();
         }
     }
     int count = argc - optind;
-    if (count < 1 || count > MAX_LISTENERS || flips < 1 || rounds < 1 || gap_ms < 1 || extra_links < 0 || extra_links > 60000) {
+    if (count < 1 || count > MAX_LISTENERS || flips < 1 || rounds < 1 || gap_ms < 1 || extra_links < 0 || extra_links > 60000 || ready_s < 1) {
         return usage();
     }
     struct listener listeners[MAX_LISTENERS] = {0};
@@ -290,7 +292,7 @@ int main(int argc, char **argv) {
     for (int round = 0; round < rounds; round++) {
         for (int k = 0; k < count; k++) {
             int i = round % 2 == 0 ? k : count - 1 - k;
-            measure(&listeners[i], socket_fd, ifindex, flips, gap_ms, &sequence);
+            measure(&listeners[i], socket_fd, ifindex, flips, gap_ms, ready_s, &sequence);
         }
     }
     for (int i = 0; i < count; i++) {

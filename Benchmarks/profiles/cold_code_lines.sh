@@ -14,7 +14,8 @@
 # The difference between `watch` and `touch` is what missing on the code lines one by one
 # costs the path; what `touch` still pays over raw_reachability is the rest (data lines,
 # predictors). Root; creates and deletes its own namespaces, never touches the root one.
-#   Benchmarks/profiles/cold_code_lines.sh [ROUNDS] [REACH]    (ROUNDS 8 by default)
+#   Benchmarks/profiles/cold_code_lines.sh [ROUNDS] [REACH]    (ROUNDS 8 by default; 0 lists
+#   the lines in $OUT/lines and stops, as cold_data_lines.sh uses it)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/.." && pwd)
@@ -39,6 +40,8 @@ segments=$(for file in $(ls "$out"/cg.out.* | sort -t. -k3 -n | tail -10); do
     if grep -q '^desc: Trigger: --dump-before=write' "$file"; then echo "$file"; fi; done)
 echo "code lines from the wake-up to the line ($(echo $segments | wc -w) flips):"
 python3 "$here/profiles/callgrind_code_lines.py" "$out/lines" $segments
+
+[ "$rounds" != 0 ] || exit 0
 
 preload="env LD_PRELOAD=$out/touch_code_lines.so TOUCH_CODE_LINES"
 echo "latency, $rounds alternating rounds of 50 flips, 20 ms apart:"

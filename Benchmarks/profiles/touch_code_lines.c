@@ -7,11 +7,14 @@
 // epoll_wait(2) returns events (the subscription thread waking up for a kernel message), it
 // reads one byte of every listed line before returning: independent loads that the CPU
 // overlaps, so the lines come back from memory in parallel, where the path itself would miss
-// on them one after the other. Without $TOUCH_CODE_LINES it only forwards epoll_wait.
+// on them one after the other. With $TOUCH_STACK_BYTES it also reads that many bytes of the
+// thread's stack below its own frame, a line at a time (the stack the path will run on). With
+// neither it only forwards epoll_wait.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,7 @@ static int listed;
 static const volatile unsigned char *lines[MAX_LINES];
 static int resolved = -1;
 static volatile unsigned sink;
+static long stack_bytes;
 
 static const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
@@ -63,6 +67,8 @@ static void resolve(void) {
 }
 
 __attribute__((constructor)) static void load_list(void) {
+    const char *stack = getenv("TOUCH_STACK_BYTES");
+    if (stack) stack_bytes = atol(stack);
     const char *path = getenv("TOUCH_CODE_LINES");
     if (!path) return;
     FILE *file = fopen(path, "r");
@@ -83,11 +89,15 @@ int epoll_wait(int descriptor, struct epoll_event *events, int capacity, int tim
     static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
     if (!real_epoll_wait) real_epoll_wait = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT, "epoll_wait");
     int count = real_epoll_wait(descriptor, events, capacity, timeout);
-    if (count > 0 && listed > 0) {
+    if (count > 0 && (listed > 0 || stack_bytes > 0)) {
         int saved = errno;
         if (resolved < 0) resolve();
         unsigned sum = 0;
         for (int i = 0; i < resolved; i++) sum += *lines[i];
+        // The stack the path will run on: the lines below this frame, in the thread's stack.
+        uintptr_t top = (uintptr_t)__builtin_frame_address(0);
+        for (long offset = 64; offset <= stack_bytes; offset += 64)
+            sum += *(const volatile unsigned char *)(top - (uintptr_t)offset);
         sink = sum;
         errno = saved;
     }
