@@ -14,6 +14,7 @@ started=$(date +%s)
 # What it needs on a fresh machine (Debian): the library's own build dependencies, the peers'
 # compiler and GLib's Python bindings, strace for the idle check, GNU time for RSS.
 "$root/scripts/install-deps.sh"
+"$root/scripts/remove-stale-namespaces.sh"
 missing=""
 for pkg in gcc pkg-config python3-gi gir1.2-glib-2.0 strace time iproute2; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"

@@ -6,6 +6,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+scripts/remove-stale-namespaces.sh
 swift build --build-tests
 swift test --skip-build "$@"
 # No test may leave a namespace behind.
