@@ -4,16 +4,18 @@ change at a container host's scale, which the latency harness cannot show there 
 stops after the kernel's acknowledgement of the flip, which takes over a millisecond with
 1 000 links, longer than any listener). Each listener alone, in alternating rounds (an A/B of
 two builds, or a build beside the floor); each round flips veth `v0` down and up FLIPS/2
-times, 5 ms apart. CPU time is the sum of the listener's threads' run time as the scheduler
-counts it (`/proc/PID/task/*/schedstat`, nanoseconds). Root; creates and deletes its own
-namespace, never touches the root one.
+times, 5 ms apart. CPU time is the listener's process CPU clock (clock_gettime(2) on the
+clock of clock_getcpuclockid(3), in nanoseconds): the run time of all its threads, including
+those that ended meanwhile. (Summing `/proc/PID/task/*/schedstat` instead loses a thread's
+whole run time when it ends, as an idle libdispatch worker does some seconds after start-up,
+and could make a round's figure negative.) Root; creates and deletes its own namespace,
+never touches the root one.
 
 usage: flip_cpu.py ROUNDS LINKS FLIPS NAME=COMMAND ...
 example:
   Benchmarks/profiles/flip_cpu.py 3 1000 200 raw=/tmp/reach-peers/raw_listener \\
       watch=".build/release/reach watch 10.200.0.2"
 """
-import glob
 import os
 import subprocess
 import sys
@@ -23,13 +25,8 @@ from alternating_rounds import alternating_rounds, median
 
 
 def cpu_nanoseconds(pid):
-    total = 0
-    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-        try:
-            total += int(open(path).read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # a thread that ended meanwhile
-    return total
+    # clock_getcpuclockid(pid): the process CPU clock, CPUCLOCK_SCHED (2) of process `pid`.
+    return time.clock_gettime_ns(((~pid) << 3) | 2)
 
 
 def main():
