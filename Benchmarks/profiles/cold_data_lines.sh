@@ -32,10 +32,13 @@ gcc -O2 -Wall -o "$out/lackey_segments" "$here/profiles/lackey_segments.c"
 mkfifo "$out/trace"
 "$out/lackey_segments" < "$out/trace" > "$out/segments" &
 filter=$!
+# The reader waits on the pipe until lackey opens it: never leave it behind.
+trap 'kill "$filter" 2>/dev/null || true' EXIT
 "$out/code/flip_latency" -n 24 -r 1 -g 300 -s 300 \
     "lackey=env LD_PRELOAD=$out/mark_wake_and_line.so MARKER_BASES=$out/bases \
 valgrind --tool=lackey --trace-mem=yes --log-file=$out/trace $reach watch 10.200.0.2" > "$out/lackey-latency.json"
 wait "$filter"
+trap - EXIT
 python3 "$here/profiles/lackey_data_lines.py" "$out/bases" "$out/segments" "$out/static"
 cat "$out/code/lines" "$out/static" > "$out/code_static"
 rm -f "$out/segments" "$out/trace"

@@ -7,8 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define WAKE_MARK 0x200000000UL
-#define LINE_MARK (WAKE_MARK + 128)
+#include "wake_and_line_marks.h"
 
 int main(void) {
     char row[256];

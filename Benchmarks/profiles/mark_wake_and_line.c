@@ -2,7 +2,7 @@
 // marks, in the memory trace, where a listener's path starts and ends, for lackey_segments.c.
 //
 // When epoll_wait(2) returns events (the subscription thread waking up for a kernel message)
-// it loads a byte of a page mapped at a fixed address (WAKE_MARK below); when the program
+// it loads a byte of a page mapped at a fixed address (WAKE_MARK, in wake_and_line_marks.h); when the program
 // writes to its standard output (the line for the event) it loads a byte 128 bytes further on
 // (LINE_MARK). Each load feeds a volatile store, so valgrind's code generator cannot drop it.
 // At the first wake-up it writes to $MARKER_BASES every loaded object's PT_LOAD segments
@@ -21,8 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define WAKE_MARK 0x200000000UL
-#define LINE_MARK (WAKE_MARK + 128)
+#include "wake_and_line_marks.h"
 
 static const volatile unsigned char *wake_mark, *line_mark;
 static volatile unsigned sink;
