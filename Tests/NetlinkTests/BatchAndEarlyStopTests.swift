@@ -48,6 +48,45 @@ struct BatchAndEarlyStopTests {
         #expect(Set(main) == everything.filter { $0.family == .ipv4 && $0.table == .main })
     }
 
+    /// A dump stopped early keeps its socket when its end already waits there (a small table,
+    /// or one filtered by output link: a carrier flip re-reads the link's default routes), and
+    /// drops it when the kernel is still dumping (a large table); the socket answers the next
+    /// requests correctly either way.
+    @Test func stoppedDumpKeepsItsSocketOnlyWhenTheDumpIsOver() throws {
+        let ns = try TestNamespace("keep")
+        defer { ns.delete() }
+        try buildTopology(ns)
+        let namespace = try NetworkNamespace.named(ns.name)
+        nonisolated(unsafe) let socket = try namespace.perform { () throws(NetlinkError) in try RawRouteSocket(namespace: namespace) }
+        let veth0 = try #require(try NetlinkConnection(namespace: namespace).links().first { $0.name == "veth0" }).index
+        func defaults(_ filter: RouteFilter) throws -> [Route] {
+            var found: [Route] = []
+            try socket.forEachDefaultRoute(family: .ipv4, filter: filter) { found.append($0) }
+            return found
+        }
+        func gatewayOf(_ address: String) throws -> IPAddress? {
+            try socket.lookupRoutes(to: [IPAddress(address)!], fibMatch: false).first?.route?.gateway
+        }
+        let byLink = RouteFilter(family: .ipv4, outputLinkIndex: veth0, defaultOnly: true)
+        let main = RouteFilter(family: .ipv4, table: .main, defaultOnly: true)
+        for _ in 0..<3 {
+            #expect(try defaults(byLink).map(\.gateway) == [IPAddress("10.10.0.254")])
+            #expect(try defaults(main).map(\.gateway) == [IPAddress("10.10.0.254")])
+            #expect(try gatewayOf("192.0.2.9") == IPAddress("10.40.0.254"))
+        }
+        #expect(socket.socketsOpened == 1, "small dumps stopped early must not cost a new socket")
+
+        // A main table that fills more than a datagram after its default route.
+        try ns.batch((0..<3000).map { "route add 11.\($0 / 256).\($0 % 256).0/24 via 10.10.0.254" })
+        for round in 1...3 {
+            #expect(try defaults(main).map(\.gateway) == [IPAddress("10.10.0.254")])
+            #expect(socket.socketsOpened == round, "a dump still running leaves with its socket")
+            #expect(try gatewayOf("11.0.0.1") == IPAddress("10.10.0.254"))
+            #expect(try gatewayOf("192.0.2.9") == IPAddress("10.40.0.254"))
+            #expect(socket.socketsOpened == 1 + round, "the next request opens a new socket")
+        }
+    }
+
     @Test func fibEntriesEqualIPRouteGetFibmatch() throws {
         let ns = try TestNamespace("fibmatch")
         defer { ns.delete() }
