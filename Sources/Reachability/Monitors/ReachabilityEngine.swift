@@ -82,6 +82,9 @@ final class ReachabilityEngine: Sendable {
         /// everything (a link, an address, a resynchronization, or too many routes to list).
         var changedNetworks: [IPNetwork] = []
         var everythingChanged = true
+        /// The families whose interface addresses changed since the last round: they change
+        /// the kernel's answers (preferred sources, local routes) for that family only.
+        var addressesChanged = AddressFamilies()
         /// The tables whose default routes changed since the last round, and whether any other
         /// route did: a round whose changes are one table's default routes may share lookups.
         var changedDefaultTables: Set<FamilyTable> = []
@@ -111,7 +114,7 @@ final class ReachabilityEngine: Sendable {
         /// The index, built from the entries when it is out of date.
         mutating func currentAddressIndex() -> WatchedAddressIndex {
             if let addressIndex { return addressIndex }
-            let index = WatchedAddressIndex(entries.lazy.flatMap { target, entry -> [IPAddress] in
+            var index = WatchedAddressIndex(entries.lazy.flatMap { target, entry -> [IPAddress] in
                 switch target {
                 case .internet: return []
                 case .address(let address): return [address]
@@ -119,6 +122,7 @@ final class ReachabilityEngine: Sendable {
                 case .host: return entry.addresses ?? []
                 }
             })
+            index.includesHostNames = entries.keys.contains { $0.isHost }
             addressIndex = index
             return index
         }
@@ -346,6 +350,7 @@ final class ReachabilityEngine: Sendable {
     /// target.
     private static func note(_ event: NetlinkEvent, in state: inout State) -> Bool {
         var networkChanged = false
+        var matters = true
         switch event {
         case .route(let change):
             // A route can change the kernel's answer only for destinations inside its prefix.
@@ -373,7 +378,18 @@ final class ReachabilityEngine: Sendable {
             // Only a new default route or address means a new network, whose name servers
             // may answer differently: other routes come and go without a new resolution.
             networkChanged = change.route.isDefault
-        case .address, .snapshot, .resynchronized:
+        case .address(let change):
+            // An address changes the kernel's answers in its own family only: the local and
+            // prefix routes it brings (which come as route events too), and the preferred source
+            // of routes through its link. The internet is judged from default routes and links.
+            // So the IPv6 link-local address that comes with every link going up costs IPv4
+            // address targets no round; host names are resolved again, so they get one.
+            let family = change.value.family
+            let index = state.currentAddressIndex()
+            state.addressesChanged.insert(family)
+            networkChanged = true
+            matters = !state.roundObservers.isEmpty || index.includesHostNames || index.containsAddress(of: family)
+        case .snapshot, .resynchronized:
             state.everythingChanged = true
             networkChanged = true
         case .link:
@@ -386,7 +402,7 @@ final class ReachabilityEngine: Sendable {
             state.networkChangedForHosts = true
             for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
         }
-        return true
+        return matters
     }
 
     /// One round: the targets that the round's changes can affect are evaluated against one
@@ -399,6 +415,7 @@ final class ReachabilityEngine: Sendable {
             defer {
                 state.networkChangedForHosts = false
                 state.everythingChanged = false
+                state.addressesChanged = AddressFamilies()
                 state.changedNetworks.removeAll(keepingCapacity: true)
                 state.changedDefaultTables.removeAll()
                 state.otherRouteChanged = false
@@ -407,11 +424,12 @@ final class ReachabilityEngine: Sendable {
             // The entries travel with their targets: the round reads and updates them without
             // looking each one up again.
             let affected = state.entries.compactMap { target, entry -> (target: ReachabilityTarget, entry: Entry)? in
-                state.everythingChanged || Self.canChange(target, addresses: entry.addresses, after: state.changedNetworks)
+                state.everythingChanged
+                    || Self.canChange(target, addresses: entry.addresses, after: state.changedNetworks, state.addressesChanged)
                     ? (target, entry) : nil
             }
-            let sharedTable = !state.everythingChanged && !state.otherRouteChanged && state.changedDefaultTables.count == 1
-                ? state.changedDefaultTables.first : nil
+            let sharedTable = !state.everythingChanged && !state.otherRouteChanged && state.addressesChanged.isEmpty
+                && state.changedDefaultTables.count == 1 ? state.changedDefaultTables.first : nil
             // Any other round may change what the addresses match without learning it again.
             if sharedTable == nil { state.matchGeneration += 1 }
             return (targets, state.networkChangedForHosts, affected, sharedTable)
@@ -421,8 +439,10 @@ final class ReachabilityEngine: Sendable {
             for target in targets where target.isHost { resolve(target) }
         }
         // Once the subscription has ended, every answer is known without asking the kernel.
-        // A lone address (or nothing) asks the kernel on its own: nothing to batch or share.
-        let lone = affected.count == 0 || affected.count == 1 && sharedTable == nil && !affected[0].target.isHost
+        // A lone address (or nothing) asks the kernel on its own: nothing to batch or share, and
+        // no FIB entry to learn (sharing needs two addresses; the round after a second one is
+        // watched learns both).
+        let lone = affected.count == 0 || affected.count == 1 && !affected[0].target.isHost
         let plan = snapshot.ended == nil && !lone ? prefetchLookups(for: affected, sharedTable: sharedTable)
             : LookupPlan(individual: affected.map(\.target))
         let batch = DeliveryBatch(inline: queue)
@@ -439,17 +459,22 @@ final class ReachabilityEngine: Sendable {
         if again { queue.async { [self] in evaluateAll() } }
     }
 
-    /// Whether routes to `changed` destinations can change the answer for `target`. The internet,
-    /// and a host not yet resolved, are judged from the default routes and always re-judged
-    /// (no kernel lookup); an address only when a changed prefix contains it.
-    private static func canChange(_ target: ReachabilityTarget, addresses: [IPAddress]?, after changed: [IPNetwork]) -> Bool {
+    /// Whether routes to `changed` destinations, and interface addresses of the families in
+    /// `addressFamilies`, can change the answer for `target`. The internet, and a host not yet
+    /// resolved, are judged from the default routes and always re-judged (no kernel lookup); an
+    /// address only when a changed prefix contains it or an address of its family changed.
+    private static func canChange(_ target: ReachabilityTarget, addresses: [IPAddress]?, after changed: [IPNetwork],
+                                  _ addressFamilies: AddressFamilies) -> Bool {
+        func affected(_ address: IPAddress) -> Bool {
+            addressFamilies.contains(address.family) || changed.contains { $0.contains(address) }
+        }
         switch target {
         case .internet: return true
-        case .address(let address): return changed.contains { $0.contains(address) }
-        case .addressPair(_, let remote): return changed.contains { $0.contains(remote) }
+        case .address(let address): return affected(address)
+        case .addressPair(_, let remote): return affected(remote)
         case .host:
             guard let addresses else { return true }
-            return addresses.contains { address in changed.contains { $0.contains(address) } }
+            return addresses.contains(where: affected)
         }
     }
 

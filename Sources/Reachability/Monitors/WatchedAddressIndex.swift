@@ -10,6 +10,9 @@ import Netlink
 struct WatchedAddressIndex {
     private var ipv4: [UInt32] = []
     private var ipv6: [IPv6Address] = []
+    /// Whether a host name is among the watched targets (resolved or not): an address change
+    /// means a new network for it, which it is resolved again on.
+    var includesHostNames = false
 
     /// Builds the index of `addresses` (duplicates are fine).
     init<Addresses: Sequence<IPAddress>>(_ addresses: Addresses) {
@@ -21,6 +24,11 @@ struct WatchedAddressIndex {
         }
         ipv4.sort()
         ipv6.sort()
+    }
+
+    /// Whether any indexed address is of `family`.
+    func containsAddress(of family: AddressFamily) -> Bool {
+        family == .ipv4 ? !ipv4.isEmpty : !ipv6.isEmpty
     }
 
     /// Whether any indexed address lies inside `network`.

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import Netlink
+import NetnsTestSupport
+@testable import Reachability
+
+/// An interface address changes the kernel's answers in its own family only, so the engine
+/// runs a round for it only when a target of that family, a host name or a path observer could
+/// see the difference.
+@Suite("Address changes and evaluation rounds", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct AddressFamilyRoundTests {
+    @Test func anIPv6AddressCostsIPv4TargetsNoRound() throws {
+        let ns = try TestNamespace("famr")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/24 dev va", "link add vx type veth peer name vy"])
+        let namespace = try NetworkNamespace.named(ns.name)
+        let engine = try ReachabilityEngine.shared(namespace: namespace)
+        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: namespace)
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { deliveries.count == 1 })
+        usleep(300_000)  // the rounds of the set-up's own events
+        let before = engine.evaluationCount
+
+        // An IPv6 address, seen by the subscription: no round for the IPv4 target.
+        try ns.ip("address", "add", "2001:db8:1::1/64", "dev", "vx", "nodad")
+        let added = IPAddress("2001:db8:1::1")!
+        #expect(eventually { engine.subscription.state.addresses.values.contains { $0.address == added } })
+        usleep(300_000)  // a round, if one were queued, would have run by now
+        #expect(engine.evaluationCount == before, "an IPv6 address cannot change an IPv4 answer")
+
+        // An IPv4 address (the preferred source of its routes may change): one round.
+        try ns.ip("address", "add", "10.7.0.1/24", "dev", "vx")
+        #expect(eventually { engine.evaluationCount == before + 1 })
+
+        // A path observer sees every round: with one, the IPv6 address gets a round too, in
+        // which the IPv4 target is still not evaluated again.
+        let rounds = Locked(0)
+        let path = engine.observeRounds { _ in rounds.withLock { $0 += 1 } }
+        defer { engine.stopObservingRounds(path) }
+        // The observer's first snapshot, then rounds for the veths' IPv6 link-local addresses
+        // as their duplicate address detection ends: wait until the rounds settle.
+        #expect(eventually { rounds.withLock { $0 } >= 1 })
+        var settled = -1
+        while settled != rounds.withLock({ $0 }) {
+            settled = rounds.withLock { $0 }
+            usleep(500_000)
+        }
+        let evaluations = engine.evaluationCount
+        try ns.ip("address", "add", "2001:db8:2::1/64", "dev", "vx", "nodad")
+        #expect(eventually { rounds.withLock { $0 } > settled })
+        #expect(engine.evaluationCount == evaluations)
+        #expect(deliveries.count == 1)
+    }
+}
