@@ -11,7 +11,10 @@ whole run time when it ends, as an idle libdispatch worker does some seconds aft
 and could make a round's figure negative.) Root; creates and deletes its own namespace,
 never touches the root one.
 
-usage: flip_cpu.py ROUNDS LINKS FLIPS NAME=COMMAND ...
+usage: flip_cpu.py [--uplink] ROUNDS LINKS FLIPS NAME=COMMAND ...
+With `--uplink`, the default route goes through `v0` (via 10.200.0.2) and the peer
+`v1` is flipped instead, so `v0` loses and regains its carrier, as in the latency harness: the
+change a host sees when the cable of its uplink is pulled.
 example:
   Benchmarks/profiles/flip_cpu.py 3 1000 200 raw=/tmp/reach-peers/raw_listener \\
       watch=".build/release/reach watch 10.200.0.2"
@@ -30,14 +33,21 @@ def cpu_nanoseconds(pid):
 
 
 def main():
-    rounds, links, flips = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    listeners = dict(argument.split("=", 1) for argument in sys.argv[4:])
+    arguments = sys.argv[1:]
+    uplink = arguments[0] == "--uplink"
+    if uplink:
+        arguments = arguments[1:]
+    rounds, links, flips = int(arguments[0]), int(arguments[1]), int(arguments[2])
+    listeners = dict(argument.split("=", 1) for argument in arguments[3:])
     namespace = f"flipcpu{os.getpid()}"
     batch = f"/tmp/{namespace}.links"
     subprocess.run(["ip", "netns", "add", namespace], check=True)
     try:
         setup = ["link set lo up", "link add v0 type veth peer name v1",
                  "address add 10.200.0.1/24 dev v0", "link set v0 up", "link set v1 up"]
+        if uplink:
+            setup += ["route add default via 10.200.0.2 dev v0"]
+        flipped = "v1" if uplink else "v0"
         # The same extra links as `flip_latency -l`: veth pairs, up, one address each.
         for i in range(links // 2):
             setup += [f"link add xa{i} type veth peer name xb{i}",
@@ -48,10 +58,10 @@ def main():
         def flip():
             for flip in range(flips):
                 state = "down" if flip % 2 == 0 else "up"
-                subprocess.run(["ip", "-n", namespace, "link", "set", "v0", state], check=True)
+                subprocess.run(["ip", "-n", namespace, "link", "set", flipped, state], check=True)
                 time.sleep(0.005)
         used = alternating_rounds(rounds, listeners, namespace, flip, cpu_nanoseconds, settle=3, drain=1)
-        print(f"CPU per flip, {links} more links, {flips} flips per round, {rounds} rounds:")
+        print(f"CPU per flip of {flipped}, {links} more links, {flips} flips per round, {rounds} rounds:")
         for name, values in used.items():
             per_flip = [v / flips / 1000 for v in values]
             print(f"  {name}: {' '.join(f'{v:.0f}' for v in per_flip)} µs, median {median(per_flip):.0f} µs")
