@@ -325,8 +325,9 @@ final class RawRouteSocket {
 
     /// Whether the dump `sequence`, stopped early, is already over: the kernel makes a dump's
     /// next datagram while the reader's `recv` returns the last one, so a small dump's
-    /// `NLMSG_DONE` already waits in the socket. One read without waiting looks; if it finds
-    /// more of the dump (a large table), the dump is still running and the socket must go.
+    /// `NLMSG_DONE` already waits in the socket. One read without waiting looks, and consumes
+    /// that datagram whole; if it holds no end (a large table), or nothing waits yet, the dump
+    /// may still be running and the socket must go.
     ///
     /// Keeping the socket saves opening and binding a new one on the next request: for a link
     /// that carries the default route, that was five system calls on every flip of its carrier.
@@ -335,15 +336,14 @@ final class RawRouteSocket {
         repeat { received = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) } while received < 0 && errno == EINTR
         guard received > 0 else { return false }
         var ended = false
-        var more = false
         try? forEachMessage(received) { (header) throws(NetlinkError) in
             guard header.pointee.nlmsg_seq == sequence else { return }
             switch Int32(header.pointee.nlmsg_type) {
             case NLMSG_DONE, NLMSG_ERROR: ended = true
-            default: more = true
+            default: break
             }
         }
-        return ended && !more
+        return ended
     }
 
     /// Reads one datagram into the buffer and returns its length; the messages in it stay valid
