@@ -496,12 +496,16 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func reconcileMarked() {
         guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty else { return }
         // The kernel changes routes silently only by removing or flagging routes that exist, so
-        // a link matters only when a kept default route uses it, and only in the families of
-        // those routes: a flip of a link that carries no default route costs no dump.
+        // a link matters only when a kept default route uses it, and only in the families and
+        // tables of those routes: a flip of a link that carries no default route costs no dump.
+        // Naming the table spares the kernel a walk of the others: an IPv4 dump of every table
+        // walks the local routes of every address (with 500 addresses, 138 against 64 µs by
+        // `strace -T` of `ip route show table all dev` and `table main dev`).
         var linkFilters: Set<RouteFilter> = []
         for route in state.defaultRoutes.values {
             for index in linksToReconcile where route.uses(linkIndex: index) {
-                linkFilters.insert(RouteFilter(family: route.family, outputLinkIndex: index, defaultOnly: true))
+                linkFilters.insert(RouteFilter(family: route.family, table: route.table, outputLinkIndex: index,
+                                               defaultOnly: true))
             }
         }
         let filters = Array(linkFilters)
@@ -526,8 +530,9 @@ final class SubscriptionEngine: @unchecked Sendable {
         let current: [Route.Key: Route]
         do {
             current = try dumpDefaultRoutes(filter: filter)
-        } catch where filter.outputLinkIndex != nil && error.systemErrno == ENODEV {
-            current = [:]  // the link went away meanwhile: none of its routes remain
+        } catch where filter.outputLinkIndex != nil && error.systemErrno == ENODEV
+                    || filter.table != nil && error.systemErrno == ENOENT {
+            current = [:]  // the link or the table went away meanwhile: none of its routes remain
         }
         let previous = state.defaultRoutes.filter { filter.matches($0.value) }
         batch += replace(previous, with: current, in: &state.defaultRoutes).map { .route(RouteChange($0)) }

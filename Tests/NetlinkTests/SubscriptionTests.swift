@@ -156,19 +156,28 @@ struct SubscriptionTests {
                 "link add veth0 type veth peer name veth1", "link set veth1 up", "link set veth0 up",
                 "address add 10.66.0.1/24 dev veth0", "address add 2001:db8:66::1/64 dev veth0 nodad",
                 "route add default via 10.66.0.254", "route add default via 2001:db8:66::fe",
+                // The link's routes in another table too: its re-read must cover every table.
+                "route add default via 10.66.0.253 table 100", "route add default via 2001:db8:66::fd table 100",
             ])
             let subscription = try NetlinkSubscription(namespace: .named(ns.name))
             let recorder = EventRecorder(subscription)
-            #expect(subscription.state.defaultRoutes.count == 2)
+            let connection = try NetlinkConnection(namespace: .named(ns.name))
+            #expect(subscription.state.defaultRoutes.count == 4)
             // Carrier loss: the kernel marks the routes linkdown and tells nobody.
             try ns.ip("link", "set", "veth1", "down")
             #expect(eventually { subscription.state.defaultRoutes.values.allSatisfy { $0.flags.contains(.linkDown) } })
             #expect(recorder.waitFor { if case .changed(_, let r)? = $0.routeChange { return r.isDefault && r.flags.contains(.linkDown) } else { return false } })
+            #expect(try Set(subscription.state.defaultRoutes.values) == Set(connection.defaultRoutes()))
+            // The carrier back: the flags go, again silently.
+            try ns.ip("link", "set", "veth1", "up")
+            #expect(eventually { subscription.state.defaultRoutes.values.allSatisfy { !$0.flags.contains(.linkDown) } })
+            #expect(try Set(subscription.state.defaultRoutes.values) == Set(connection.defaultRoutes()))
+            #expect(subscription.state.defaultRoutes.count == 4)
+            try ns.ip("link", "set", "veth1", "down")
             // Administratively down: the kernel deletes them, again without RTM_DELROUTE for IPv4.
             try ns.ip("link", "set", "veth0", "down")
             #expect(eventually { subscription.state.defaultRoutes.isEmpty })
-            let kernel = try NetlinkConnection(namespace: .named(ns.name)).defaultRoutes()
-            #expect(kernel.isEmpty)
+            #expect(try connection.defaultRoutes().isEmpty)
         }
     }
 
