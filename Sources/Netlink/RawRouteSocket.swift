@@ -109,9 +109,8 @@ final class RawRouteSocket {
                 return false
             }
         }
-        // A dump stopped before its NLMSG_DONE may still be running in the kernel: keep the
-        // socket only if the dump turns out to be over.
-        if outcome.stoppedEarly, !outcome.ended, !dumpEndsNow(on: fd, sequence: seq) { abandon() }
+        // A dump stopped early whose NLMSG_DONE was not read may still be running in the kernel.
+        if !outcome.ended { abandon() }
         if outcome.interrupted { throw .dumpInterrupted }
     }
 
@@ -292,18 +291,22 @@ final class RawRouteSocket {
     /// returns false for a message; `body` sees every other message of the dump. An error reply
     /// is thrown.
     ///
-    /// - Returns: Whether the kernel marked the dump interrupted (`NLM_F_DUMP_INTR`); whether
-    ///   `body` stopped it early; and whether the dump's end (`NLMSG_DONE`, or an error) was
-    ///   read, after a stop too, in the rest of the same datagram. A dump stopped early whose
-    ///   end was not read may still be running in the kernel.
+    /// A dump that `body` stops may still be running in the kernel. But the kernel makes a
+    /// dump's next datagram while the reader's `recv` returns the previous one, so a small
+    /// dump's `NLMSG_DONE` often already waits: after a stop, the rest of the datagram and one
+    /// more datagram, if one waits, are read for it. Finding it keeps the socket usable, which
+    /// saves opening and binding a new one on the next request (for a link that carries the
+    /// default route, five system calls on every flip of its carrier).
+    ///
+    /// - Returns: Whether the kernel marked the dump interrupted (`NLM_F_DUMP_INTR`), and whether
+    ///   the dump's end (`NLMSG_DONE`, or an error) was read: if not, it may still be running.
     private func readDump(on fd: Int32, sequence: UInt32, context: String,
                           _ body: (UnsafeMutablePointer<nlmsghdr>) throws(NetlinkError) -> Bool) throws(NetlinkError)
-        -> (interrupted: Bool, stoppedEarly: Bool, ended: Bool) {
+        -> (interrupted: Bool, ended: Bool) {
         var interrupted = false
         var stoppedEarly = false
         var ended = false
-        while !ended && !stoppedEarly {
-            let received = try receive(on: fd, context: context)
+        func read(_ received: Int) throws(NetlinkError) {
             try forEachMessage(received) { (header) throws(NetlinkError) in
                 guard !ended, header.pointee.nlmsg_seq == sequence else { return }
                 if !stoppedEarly, Int32(header.pointee.nlmsg_flags) & NLM_F_DUMP_INTR != 0 { interrupted = true }
@@ -320,42 +323,32 @@ final class RawRouteSocket {
                 }
             }
         }
-        return (interrupted, stoppedEarly, ended)
-    }
-
-    /// Whether the dump `sequence`, stopped early, is already over: the kernel makes a dump's
-    /// next datagram while the reader's `recv` returns the last one, so a small dump's
-    /// `NLMSG_DONE` already waits in the socket. One read without waiting looks, and consumes
-    /// that datagram whole; if it holds no end (a large table), or nothing waits yet, the dump
-    /// may still be running and the socket must go.
-    ///
-    /// Keeping the socket saves opening and binding a new one on the next request: for a link
-    /// that carries the default route, that was five system calls on every flip of its carrier.
-    private func dumpEndsNow(on fd: Int32, sequence: UInt32) -> Bool {
-        var received: Int
-        repeat { received = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) } while received < 0 && errno == EINTR
-        guard received > 0 else { return false }
-        var ended = false
-        try? forEachMessage(received) { (header) throws(NetlinkError) in
-            guard header.pointee.nlmsg_seq == sequence else { return }
-            switch Int32(header.pointee.nlmsg_type) {
-            case NLMSG_DONE, NLMSG_ERROR: ended = true
-            default: break
-            }
+        while !ended && !stoppedEarly {
+            try read(try receive(on: fd, context: context))
         }
-        return ended
+        if !ended {
+            let received = recvRetryingInterruptions(fd, flags: Int32(MSG_DONTWAIT))
+            if received > 0 { try? read(received) }
+        }
+        return (interrupted, ended)
     }
 
     /// Reads one datagram into the buffer and returns its length; the messages in it stay valid
     /// until the next read. A failed read abandons the socket (an overflow leaves it unusable).
     private func receive(on fd: Int32, context: @autoclosure () -> String) throws(NetlinkError) -> Int {
-        var received: Int
-        repeat { received = recv(fd, buffer.baseAddress, buffer.count, 0) } while received < 0 && errno == EINTR
+        let received = recvRetryingInterruptions(fd, flags: 0)
         if received < 0 {
             let code = errno
             abandon()
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context())
         }
+        return received
+    }
+
+    /// One `recv(2)` of a datagram into the buffer, repeated while a signal interrupts it.
+    private func recvRetryingInterruptions(_ fd: Int32, flags: Int32) -> Int {
+        var received: Int
+        repeat { received = recv(fd, buffer.baseAddress, buffer.count, flags) } while received < 0 && errno == EINTR
         return received
     }
 
