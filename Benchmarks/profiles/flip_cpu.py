@@ -11,10 +11,13 @@ whole run time when it ends, as an idle libdispatch worker does some seconds aft
 and could make a round's figure negative.) Root; creates and deletes its own namespace,
 never touches the root one.
 
-usage: flip_cpu.py [--uplink] ROUNDS LINKS FLIPS NAME=COMMAND ...
+usage: flip_cpu.py [--uplink | --uplink-after NAME,...] ROUNDS LINKS FLIPS NAME=COMMAND ...
 With `--uplink`, the default route goes through `v0` (via 10.200.0.2) and the peer
 `v1` is flipped instead, so `v0` loses and regains its carrier, as in the latency harness: the
-change a host sees when the cable of its uplink is pulled.
+change a host sees when the cable of its uplink is pulled. With `--uplink-after`, the rounds
+run first as without it, then the default route is added in the same namespace (its links
+are not built twice) and the listeners named (a comma-separated list) are measured again on
+flips of `v1`; a second block of figures is printed.
 example:
   Benchmarks/profiles/flip_cpu.py 3 1000 200 raw=/tmp/reach-peers/raw_listener \\
       watch=".build/release/reach watch 10.200.0.2"
@@ -32,11 +35,28 @@ def cpu_nanoseconds(pid):
     return time.clock_gettime_ns(((~pid) << 3) | 2)
 
 
+def measure(namespace, flipped, listeners, rounds, links, flips):
+    """Each listener alone in alternating rounds of `flips` flips of `flipped`; prints a block."""
+    def flip():
+        for flip in range(flips):
+            state = "down" if flip % 2 == 0 else "up"
+            subprocess.run(["ip", "-n", namespace, "link", "set", flipped, state], check=True)
+            time.sleep(0.005)
+    used = alternating_rounds(rounds, listeners, namespace, flip, cpu_nanoseconds, settle=3, drain=1)
+    print(f"CPU per flip of {flipped}, {links} more links, {flips} flips per round, {rounds} rounds:")
+    for name, values in used.items():
+        per_flip = [v / flips / 1000 for v in values]
+        print(f"  {name}: {' '.join(f'{v:.0f}' for v in per_flip)} µs, median {median(per_flip):.0f} µs")
+
+
 def main():
     arguments = sys.argv[1:]
     uplink = arguments[0] == "--uplink"
+    uplink_after = arguments[1].split(",") if arguments[0] == "--uplink-after" else []
     if uplink:
         arguments = arguments[1:]
+    elif uplink_after:
+        arguments = arguments[2:]
     rounds, links, flips = int(arguments[0]), int(arguments[1]), int(arguments[2])
     listeners = dict(argument.split("=", 1) for argument in arguments[3:])
     namespace = f"flipcpu{os.getpid()}"
@@ -47,7 +67,6 @@ def main():
                  "address add 10.200.0.1/24 dev v0", "link set v0 up", "link set v1 up"]
         if uplink:
             setup += ["route add default via 10.200.0.2 dev v0"]
-        flipped = "v1" if uplink else "v0"
         # The same extra links as `flip_latency -l`: veth pairs, up, one address each.
         for i in range(links // 2):
             setup += [f"link add xa{i} type veth peer name xb{i}",
@@ -55,16 +74,11 @@ def main():
                       f"link set xa{i} up", f"link set xb{i} up"]
         open(batch, "w").write("\n".join(setup) + "\n")
         subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
-        def flip():
-            for flip in range(flips):
-                state = "down" if flip % 2 == 0 else "up"
-                subprocess.run(["ip", "-n", namespace, "link", "set", flipped, state], check=True)
-                time.sleep(0.005)
-        used = alternating_rounds(rounds, listeners, namespace, flip, cpu_nanoseconds, settle=3, drain=1)
-        print(f"CPU per flip of {flipped}, {links} more links, {flips} flips per round, {rounds} rounds:")
-        for name, values in used.items():
-            per_flip = [v / flips / 1000 for v in values]
-            print(f"  {name}: {' '.join(f'{v:.0f}' for v in per_flip)} µs, median {median(per_flip):.0f} µs")
+        measure(namespace, "v1" if uplink else "v0", listeners, rounds, links, flips)
+        if uplink_after:
+            subprocess.run(["ip", "-n", namespace, "route", "add", "default", "via", "10.200.0.2", "dev", "v0"],
+                           check=True)
+            measure(namespace, "v1", {name: listeners[name] for name in uplink_after}, rounds, links, flips)
     finally:
         subprocess.run(["ip", "netns", "del", namespace])
         if os.path.exists(batch):
