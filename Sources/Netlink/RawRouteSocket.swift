@@ -86,9 +86,18 @@ final class RawRouteSocket {
     /// so once a route of the main table (254) with a non-zero destination arrives, every
     /// default route of the main table and of every table in the buckets before it has been
     /// seen. Only bucket 255 (the local table, which holds local and broadcast routes) is left
-    /// unread. On a host with a full Internet table this reads one datagram instead of a
-    /// million routes. IPv6 dumps walk their tree children first, so the default route comes
-    /// last and the dump is read to its end.
+    /// unread. A dump of one named table stops at that table's first other route. On a host
+    /// with a full Internet table this reads one datagram instead of a million routes.
+    ///
+    /// So an IPv4 request names at most the table, and the rest of `filter` (the output link,
+    /// the type, the protocol) is applied here: a filter the kernel applies makes it walk on
+    /// past the routes it leaves out, and with a full table through another link a dump of one
+    /// link's default routes walked a million routes (70–135 ms in the kernel per carrier change
+    /// of the uplink) where the early stop reads one datagram.
+    ///
+    /// IPv6 dumps walk their tree children first, so the default route comes last and the dump
+    /// is read to its end; there the kernel applies the whole filter, which spares it filling a
+    /// message for every route it leaves out.
     ///
     /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump (the caller
     ///   starts again), or the kernel's error.
@@ -96,16 +105,19 @@ final class RawRouteSocket {
         let fd = try socketDescriptor()
         sequence &+= 1
         let seq = sequence
-        try sendDumpRequest(fd: fd, family: family, filter: filter, sequence: seq)
+        let request = family == .ipv4 ? RouteFilter(family: family, table: filter.table) : filter
+        // A request for table 0 (unspecified) dumps every table, as one without a table.
+        let stopTable = (filter.table.flatMap { $0 == .unspecified ? nil : $0 } ?? .main).rawValue
+        try sendDumpRequest(fd: fd, family: family, filter: request, sequence: seq)
         let outcome = try readDump(on: fd, sequence: seq, context: "default route dump") { (header) throws(NetlinkError) -> Bool in
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return true }
-            switch classify(header, family: family) {
+            switch classify(header, family: family, stopTable: stopTable) {
             case .defaultRoute:
                 if let route = Route(message: header), filter.matches(route) { body(route) }
                 return true
             case .other:
                 return true
-            case .pastMainDefaults:
+            case .pastDefaults:
                 return false
             }
         }
@@ -114,11 +126,13 @@ final class RawRouteSocket {
         if outcome.interrupted { throw .dumpInterrupted }
     }
 
-    private enum RouteMessageKind { case defaultRoute, other, pastMainDefaults }
+    private enum RouteMessageKind { case defaultRoute, other, pastDefaults }
 
     /// Reads only the header and attributes of a route message: is it a default route, or an
-    /// IPv4 main-table route past the main table's default routes?
-    private func classify(_ header: UnsafeMutablePointer<nlmsghdr>, family: AddressFamily) -> RouteMessageKind {
+    /// IPv4 route of `stopTable` (the main table, or the one table dumped) past that table's
+    /// default routes?
+    private func classify(_ header: UnsafeMutablePointer<nlmsghdr>, family: AddressFamily,
+                          stopTable: UInt32) -> RouteMessageKind {
         let length = Int(header.pointee.nlmsg_len)
         let headerSize = MemoryLayout<nlmsghdr>.size
         guard length >= headerSize + MemoryLayout<rtmsg>.size else { return .other }
@@ -140,7 +154,7 @@ final class RawRouteSocket {
             }
             offset += (attributeLength + 3) & ~3
         }
-        return table == UInt32(RT_TABLE_MAIN.rawValue) && !destinationIsZero ? .pastMainDefaults : .other
+        return table == stopTable && !destinationIsZero ? .pastDefaults : .other
     }
 
     private func sendDumpRequest(fd: Int32, family: AddressFamily, filter: RouteFilter, sequence: UInt32) throws(NetlinkError) {

@@ -492,7 +492,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// through links whose state changed (the kernel flushes routes of a link that goes down,
     /// and marks them `linkdown` when the carrier goes, without telling anyone: libnl #340,
     /// #418), and in tables where a message was ambiguous (see `defaultRouteMessage`). Each is a
-    /// dump the kernel filters by output link or table, a few messages.
+    /// dump of one table: in IPv4 read to the table's first route that is not a default route (a
+    /// datagram, however large the table), in IPv6 filtered by the kernel by output link too.
     private func reconcileMarked() {
         guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty else { return }
         // The kernel changes routes silently only by removing or flagging routes that exist, so

@@ -87,6 +87,44 @@ struct BatchAndEarlyStopTests {
         }
     }
 
+    /// A link's default routes in one table (what a carrier change re-reads) are read like the
+    /// table's: the IPv4 request names only the table and the dump stops at the table's first
+    /// other route, however many routes of other links follow, where a request naming the link
+    /// made the kernel walk the whole table for it (a full table through another link: 70–135
+    /// ms per carrier change of the uplink). Each dump here stops in a table too large for its
+    /// datagram, so each leaves its socket behind; the answers equal `ip route show`'s.
+    @Test func aLinksDefaultRoutesStopAtTheTablesFirstOtherRoute() throws {
+        let ns = try TestNamespace("linkstop")
+        defer { ns.delete() }
+        try buildTopology(ns)
+        // 3 000 routes through dum0 in the main table and in table 100, after default routes
+        // through veth0 (main) and br0 (table 100), two each.
+        try ns.batch((0..<3000).flatMap { ["route add 11.\($0 / 256).\($0 % 256).0/24 via 10.40.0.254",
+                                            "route add 12.\($0 / 256).\($0 % 256).0/24 via 10.40.0.254 table 100"] }
+            + ["route add default via 10.10.0.250 dev veth0 metric 300",
+               "route add default via 10.20.0.250 dev br0 table 100 metric 5"])
+        let namespace = try NetworkNamespace.named(ns.name)
+        nonisolated(unsafe) let socket = try namespace.perform { () throws(NetlinkError) in try RawRouteSocket(namespace: namespace) }
+        let links = try NetlinkConnection(namespace: namespace).links()
+        func index(_ name: String) throws -> Int32 { try #require(links.first { $0.name == name }).index }
+        let cases: [(table: UInt32, link: String)] = [(254, "veth0"), (254, "dum0"), (100, "br0"), (100, "veth0"),
+                                                      (254, "veth0")]
+        for (number, (table, link)) in cases.enumerated() {
+            var found: [Route] = []
+            let filter = RouteFilter(family: .ipv4, table: RouteTable(rawValue: table), outputLinkIndex: try index(link),
+                                     defaultOnly: true)
+            try socket.forEachDefaultRoute(family: .ipv4, filter: filter) { found.append($0) }
+            let kernel = try ns.ipJSON("-4", "route", "show", "table", "\(table)", "default", "dev", link)
+            #expect(Set(found.compactMap { $0.gateway?.description }) == Set(kernel.compactMap { $0["gateway"] as? String }),
+                    "table \(table) dev \(link)")
+            #expect(found.allSatisfy { $0.isDefault && $0.table.rawValue == table && $0.uses(linkIndex: filter.outputLinkIndex!) })
+            #expect(socket.socketsOpened == number + 1, "the dump of table \(table) for \(link) stopped at its first other route")
+        }
+        // The next request on the socket gets its own answer (no rule sends 12.0.0.1 to table 100).
+        #expect(try socket.lookupRoutes(to: [IPAddress("12.0.0.1")!], fibMatch: false).first?.route?.gateway
+                == IPAddress("10.10.0.254"))
+    }
+
     @Test func fibEntriesEqualIPRouteGetFibmatch() throws {
         let ns = try TestNamespace("fibmatch")
         defer { ns.delete() }
