@@ -35,7 +35,11 @@ public enum RouteLookupResult: Sendable, Hashable, CustomStringConvertible {
 ///
 /// The kernel filters by table, type, protocol and output link itself (strict dump checking,
 /// Linux 4.20 and later), so a filtered dump of a million-route table sends only the matches;
-/// ``defaultOnly`` is applied as the routes arrive.
+/// ``defaultOnly`` is applied as the routes arrive. With ``defaultOnly``, an IPv4 dump asks the
+/// kernel for the table alone and stops after that table's default routes, which it dumps first
+/// (a filter the kernel applies would make it walk the rest of the table for more matches);
+/// the other fields are applied here. IPv6 dumps its default routes last, so there every route
+/// of the table is walked, by the kernel, which skips the ones the filter leaves out.
 public struct RouteFilter: Sendable, Hashable {
     /// Only this family.
     public var family: AddressFamily?
