@@ -10,6 +10,9 @@ public struct NetworkState: Sendable, Hashable {
     /// The interface addresses, by their identity.
     public var addresses: [InterfaceAddress.Key: InterfaceAddress]
     /// The default routes (zero-length destination) of every table and family, by their identity.
+    /// A subscription reads them at its start as ``NetlinkConnection/defaultRoutes()`` does (an
+    /// IPv4 table whose id is 255 modulo 256 and that no policy rule names is not read then) and
+    /// follows every change the kernel announces afterwards, in every table.
     public var defaultRoutes: [Route.Key: Route]
     /// Changes whenever a link is added or removed, or changes what it is rather than what state
     /// it is in (see ``Link/differsOnlyInState(from:)``). A subscription sets it, from one

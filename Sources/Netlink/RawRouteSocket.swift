@@ -85,9 +85,11 @@ final class RawRouteSocket {
     /// the order of their hash bucket (table id modulo 256, the oldest table of a bucket last),
     /// so once a route of the main table (254) with a non-zero destination arrives, every
     /// default route of the main table and of every table in the buckets before it has been
-    /// seen. Only bucket 255 (the local table, which holds local and broadcast routes) is left
-    /// unread. A dump of one named table stops at that table's first other route. On a host
-    /// with a full Internet table this reads one datagram instead of a million routes.
+    /// seen. Only bucket 255 is left unread: the local table (local and broadcast routes), and
+    /// any table whose id is 255 modulo 256 (511, 767, 1023, ...), which the policy rules name
+    /// when routing uses it; each of those is then dumped by name. A dump of one named table
+    /// stops at that table's first other route. On a host with a full Internet table this reads
+    /// one datagram instead of a million routes.
     ///
     /// So an IPv4 request names at most the table, and the rest of `filter` (the output link,
     /// the type, the protocol) is applied here: a filter the kernel applies makes it walk on
@@ -109,6 +111,7 @@ final class RawRouteSocket {
         // A request for table 0 (unspecified) dumps every table, as one without a table.
         let stopTable = (filter.table.flatMap { $0 == .unspecified ? nil : $0 } ?? .main).rawValue
         try sendDumpRequest(fd: fd, family: family, filter: request, sequence: seq)
+        var stopped = false
         let outcome = try readDump(on: fd, sequence: seq, context: "default route dump") { (header) throws(NetlinkError) -> Bool in
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return true }
             switch classify(header, family: family, stopTable: stopTable) {
@@ -118,12 +121,21 @@ final class RawRouteSocket {
             case .other:
                 return true
             case .pastDefaults:
+                stopped = true
                 return false
             }
         }
         // A dump stopped early whose NLMSG_DONE was not read may still be running in the kernel.
         if !outcome.ended { abandon() }
         if outcome.interrupted { throw .dumpInterrupted }
+        // Stopped in the main table of a dump of every table: the tables after it, by name.
+        guard stopped, request.table == nil || request.table == .unspecified else { return }
+        for table in try ruleTables(family: family) where table % 256 == 255 && table != RouteTable.local.rawValue {
+            try forEachDefaultRoute(family: family, filter: RouteFilter(family: family, table: RouteTable(rawValue: table),
+                                                                        type: filter.type, routeProtocol: filter.routeProtocol,
+                                                                        outputLinkIndex: filter.outputLinkIndex, defaultOnly: true),
+                                    body)
+        }
     }
 
     private enum RouteMessageKind { case defaultRoute, other, pastDefaults }
@@ -266,6 +278,40 @@ final class RawRouteSocket {
     /// of its output link, so that two lookups that end at the same table entry can fare
     /// differently.
     func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
+        var summary = PolicyRuleSummary(fingerprint: 0, suppressesByInterfaceGroup: false)
+        var hasher = Hasher()
+        try forEachRule(family: family) { payload in
+            hasher.combine(bytes: payload)
+            var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
+            while let (type, value) = attributes.next() {
+                // The kernel sends FRA_SUPPRESS_IFGROUP only for a rule that has one.
+                if type == Self.suppressInterfaceGroupAttribute, let group = value.u32, group != UInt32.max {
+                    summary.suppressesByInterfaceGroup = true
+                }
+            }
+        }
+        summary.fingerprint = hasher.finalize()
+        return summary
+    }
+
+    /// The tables that the policy rules of `family` look up (`FRA_TABLE`, or the header's table
+    /// below 256), in the order of the rules, each once.
+    func ruleTables(family: AddressFamily) throws(NetlinkError) -> [UInt32] {
+        var tables: [UInt32] = []
+        try forEachRule(family: family) { payload in
+            guard payload.count >= Self.ruleHeaderSize else { return }
+            var table = UInt32(payload[4])
+            var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
+            while let (type, value) = attributes.next() {
+                if type == Self.tableAttribute, let id = value.u32 { table = id }
+            }
+            if table != RouteTable.unspecified.rawValue, !tables.contains(table) { tables.append(table) }
+        }
+        return tables
+    }
+
+    /// Calls `body` with the payload (`struct fib_rule_hdr` and attributes) of each rule of `family`.
+    private func forEachRule(family: AddressFamily, _ body: (UnsafeRawBufferPointer) -> Void) throws(NetlinkError) {
         let fd = try socketDescriptor()
         sequence &+= 1
         let seq = sequence
@@ -275,27 +321,17 @@ final class RawRouteSocket {
         request.append((family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0)))
         request.end()
         try send(request.bytes, on: fd, context: "send rule dump")
-        var summary = PolicyRuleSummary(fingerprint: 0, suppressesByInterfaceGroup: false)
-        var hasher = Hasher()
         _ = try readDump(on: fd, sequence: seq, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWRULE) else { return true }
-            guard let payload = netlinkPayload(of: header, atLeast: 0) else { return true }
-            hasher.combine(bytes: payload)
-            var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
-            while let (type, value) = attributes.next() {
-                // The kernel sends FRA_SUPPRESS_IFGROUP only for a rule that has one.
-                if type == Self.suppressInterfaceGroupAttribute, let group = value.u32, group != UInt32.max {
-                    summary.suppressesByInterfaceGroup = true
-                }
-            }
+            if let payload = netlinkPayload(of: header, atLeast: 0) { body(payload) }
             return true
         }
-        summary.fingerprint = hasher.finalize()
-        return summary
     }
 
     /// `sizeof(struct fib_rule_hdr)`.
     private static let ruleHeaderSize = 12
+    /// `FRA_TABLE` of `linux/fib_rules.h`.
+    private static let tableAttribute: UInt16 = 15
     /// `FRA_SUPPRESS_IFGROUP` of `linux/fib_rules.h`.
     private static let suppressInterfaceGroupAttribute: UInt16 = 13
 
