@@ -16,6 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "bench")
 PY = "/usr/bin/python3"
 rows = []  # (figure, library, floor, peers, ratio, target, met)
+sys.path.insert(0, os.path.join(HERE, "profiles"))
+from alternating_rounds import alternating_rounds, cpu_nanoseconds  # noqa: E402 (after HERE)
 
 
 def sh(*args, **kw):
@@ -256,19 +258,13 @@ def full_ipv6_table(big):
                  f"{wall * 1000:.0f}", f"{ip_default * 1000:.0f}", "", ratio(wall, ip_default), "(no target)", None))
     # A carrier change of the uplink: `reach watch` re-reads ub0's default routes in each family.
     # Alone, three rounds of 10 changes 100 ms apart; CPU per change, median.
-    per_change = []
-    for _ in range(3):
-        proc = big.spawn(f"{REACH} watch")
-        time.sleep(3)
-        before = time.clock_gettime_ns(((~proc.pid) << 3) | 2)  # the process CPU clock of proc
+    def changes():
         for i in range(10):
             sh("ip", "-n", big.name, "link", "set", "ub1", "down" if i % 2 == 0 else "up")
             time.sleep(0.1)
-        time.sleep(1)
-        per_change.append((time.clock_gettime_ns(((~proc.pid) << 3) | 2) - before) / 10 / 1e6)
-        proc.terminate()
-        proc.wait(5)
-    cpu = statistics.median(per_change)
+    used = alternating_rounds(3, {"reach watch": f"{REACH} watch"}, big.name, changes, cpu_nanoseconds,
+                              settle=3, drain=1)["reach watch"]
+    cpu = statistics.median(used) / 10 / 1e6
     walks = []
     for _ in range(5):  # CPU of the child, in microseconds (getrusage), not /usr/bin/time's 10 ms
         before = resource.getrusage(resource.RUSAGE_CHILDREN)

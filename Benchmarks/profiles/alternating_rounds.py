@@ -5,6 +5,13 @@ import subprocess
 import time
 
 
+def cpu_nanoseconds(pid):
+    """The CPU time of process `pid`, all its threads (those that ended included), in
+    nanoseconds: clock_gettime(2) on its process CPU clock, CPUCLOCK_SCHED (2) of the clock id
+    that clock_getcpuclockid(3) makes."""
+    return time.clock_gettime_ns(((~pid) << 3) | 2)
+
+
 def alternating_rounds(rounds, listeners, namespace, workload, cpu, settle, drain):
     """Returns {name: [CPU used per round]}. Each listener (NAME -> COMMAND, run inside
     `namespace`) starts, gets `settle` seconds to read the state, is measured with `cpu(pid)`

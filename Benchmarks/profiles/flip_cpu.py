@@ -27,12 +27,7 @@ import subprocess
 import sys
 import time
 
-from alternating_rounds import alternating_rounds, median
-
-
-def cpu_nanoseconds(pid):
-    # clock_getcpuclockid(pid): the process CPU clock, CPUCLOCK_SCHED (2) of process `pid`.
-    return time.clock_gettime_ns(((~pid) << 3) | 2)
+from alternating_rounds import alternating_rounds, cpu_nanoseconds, median
 
 
 def measure(namespace, flipped, listeners, rounds, links, flips):

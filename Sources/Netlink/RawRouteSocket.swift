@@ -109,7 +109,8 @@ final class RawRouteSocket {
         let seq = sequence
         let request = family == .ipv4 ? RouteFilter(family: family, table: filter.table) : filter
         // A request for table 0 (unspecified) dumps every table, as one without a table.
-        let stopTable = (filter.table.flatMap { $0 == .unspecified ? nil : $0 } ?? .main).rawValue
+        let namedTable = filter.table == .unspecified ? nil : filter.table
+        let stopTable = (namedTable ?? .main).rawValue
         try sendDumpRequest(fd: fd, family: family, filter: request, sequence: seq)
         var stopped = false
         let outcome = try readDump(on: fd, sequence: seq, context: "default route dump") { (header) throws(NetlinkError) -> Bool in
@@ -129,12 +130,11 @@ final class RawRouteSocket {
         if !outcome.ended { abandon() }
         if outcome.interrupted { throw .dumpInterrupted }
         // Stopped in the main table of a dump of every table: the tables after it, by name.
-        guard stopped, request.table == nil || request.table == .unspecified else { return }
+        guard stopped, namedTable == nil else { return }
         for table in try ruleTables(family: family) where table % 256 == 255 && table != RouteTable.local.rawValue {
-            try forEachDefaultRoute(family: family, filter: RouteFilter(family: family, table: RouteTable(rawValue: table),
-                                                                        type: filter.type, routeProtocol: filter.routeProtocol,
-                                                                        outputLinkIndex: filter.outputLinkIndex, defaultOnly: true),
-                                    body)
+            var byName = filter
+            byName.table = RouteTable(rawValue: table)
+            try forEachDefaultRoute(family: family, filter: byName, body)
         }
     }
 
