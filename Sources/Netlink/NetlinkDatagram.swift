@@ -1,4 +1,5 @@
 import CNetlink
+import Glibc
 
 /// The bytes of a message after its header, or nil when they are fewer than `minimum` (the
 /// family header its parser reads first: `rtmsg`, `ifinfomsg`, `ifaddrmsg`, ...).
@@ -24,4 +25,40 @@ func forEachNetlinkMessage<Failure: Error>(in datagram: UnsafeMutableRawBufferPo
         try body(header)
         offset += (length + 3) & ~3  // NLMSG_ALIGN
     }
+}
+
+/// The largest dump datagram the kernel fills (`SKB_WITH_OVERHEAD(32768)` in `netlink_recvmsg`),
+/// rounded up: a read into this many bytes is never cut short.
+let largestDumpDatagram = 32 * 1024
+
+/// Makes the kernel fill this socket's dump datagrams to the largest size from the first one on.
+///
+/// The kernel sizes a dump's datagrams by the largest read the socket has done so far, and a
+/// new socket has done none: the first datagram of its first dump, filled while the request is
+/// sent, holds about 3.7 KiB (`NLMSG_GOODSIZE`). A first message larger than that (a multipath
+/// route of some 230 IPv4 or 130 IPv6 next hops) does not fit, and the dump then ends at once
+/// with `NLMSG_DONE` and no error: the whole table reads as empty (`ip route show` shows nothing
+/// either). One read of an acknowledged `NLMSG_NOOP` into `buffer` (at least
+/// ``largestDumpDatagram`` bytes) raises the socket's size to 32 KiB, the most a dump uses; it
+/// costs a `sendto` and a `recv` when the socket is opened.
+func raiseDumpDatagramSize(of fd: Int32, using buffer: UnsafeMutableRawBufferPointer) throws(NetlinkError) {
+    precondition(buffer.count >= largestDumpDatagram)
+    var request = nlmsghdr()
+    request.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size)
+    request.nlmsg_type = UInt16(NLMSG_NOOP)
+    request.nlmsg_flags = UInt16(NLM_F_REQUEST | NLM_F_ACK)
+    var address = sockaddr_nl()
+    address.nl_family = sa_family_t(AF_NETLINK)
+    let sent = withUnsafePointer(to: &request) { message in
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, message, MemoryLayout<nlmsghdr>.size, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+            }
+        }
+    }
+    guard sent >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "send netlink no-op") }
+    // The kernel answers in `sendto`: the acknowledgement is already waiting.
+    var received: Int
+    repeat { received = recv(fd, buffer.baseAddress, buffer.count, 0) } while received < 0 && errno == EINTR
+    guard received >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "read netlink no-op acknowledgement") }
 }

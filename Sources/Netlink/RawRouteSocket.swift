@@ -28,7 +28,7 @@ final class RawRouteSocket {
     init(namespace: NetworkNamespace) throws(NetlinkError) {
         self.namespace = namespace
         buffer = .allocate(byteCount: Self.bufferSize, alignment: 8)
-        descriptor = try Self.openDescriptor()
+        descriptor = try Self.primed(Self.openDescriptor(), buffer: buffer)
         socketsOpened = 1
     }
 
@@ -61,10 +61,22 @@ final class RawRouteSocket {
         return fd
     }
 
+    /// `fd`, once the kernel fills its dump datagrams to the largest size (see
+    /// `raiseDumpDatagramSize`); closed if that fails.
+    private static func primed(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) throws(NetlinkError) -> Int32 {
+        do {
+            try raiseDumpDatagramSize(of: fd, using: buffer)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
     /// The socket, reopened in the namespace if the last dump was abandoned.
     private func socketDescriptor() throws(NetlinkError) -> Int32 {
         if descriptor >= 0 { return descriptor }
-        descriptor = try namespace.perform { () throws(NetlinkError) in try Self.openDescriptor() }
+        descriptor = try Self.primed(namespace.perform { () throws(NetlinkError) in try Self.openDescriptor() }, buffer: buffer)
         socketsOpened += 1
         return descriptor
     }
@@ -363,6 +375,9 @@ final class RawRouteSocket {
                 switch Int32(header.pointee.nlmsg_type) {
                 case NLMSG_DONE:
                     ended = true
+                    // A dump that failed part way ends with the kernel's error here.
+                    let code = Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + 4 ? errorCode(of: header) : 0
+                    if code != 0, !stoppedEarly { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context) }
                 case NLMSG_ERROR:
                     ended = true
                     let code = errorCode(of: header)

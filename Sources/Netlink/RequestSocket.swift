@@ -30,6 +30,15 @@ final class RequestSocket {
         nl_socket_disable_auto_ack(socket)
         strictChecking = cnetlink_setsockopt_int(nl_socket_get_fd(socket), cnetlink_sol_netlink(),
                                                  cnetlink_netlink_get_strict_chk(), 0) == 0
+        // Full route dumps go through this socket: a large first route must not end one empty.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: largestDumpDatagram, alignment: 8)
+        defer { buffer.deallocate() }
+        do {
+            try raiseDumpDatagramSize(of: nl_socket_get_fd(socket), using: buffer)
+        } catch {
+            nl_socket_free(socket)
+            throw error
+        }
     }
 
     /// Turns strict checking on for the duration of `body`. It stays off otherwise, because

@@ -106,6 +106,21 @@ struct CheckTests {
         #expect(down.output.contains("\"reason\":\"no carrier\""), "\(down.output)")
     }
 
+    /// A multipath default route of 245 next hops: its message (about 4 KiB) is larger than the
+    /// first datagram the kernel fills for a new socket's dump, and a dump that starts with it
+    /// reads as empty unless the socket first raised its datagram size.
+    @Test func aDefaultRouteLargerThanADumpsFirstDatagramIsSeen() throws {
+        let ns = try TestNamespace("checkbig")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/16 dev va"])
+        let nexthops = (1...245).flatMap { ["nexthop", "via", "10.1.\($0 / 250 + 1).\($0 % 250 + 1)", "dev", "va"] }
+        _ = try ns.exec(["ip", "route", "add", "default"] + nexthops)
+        let answer = try reach("check", "--json", "--netns", ns.name)
+        #expect(answer.status == 0, "\(answer.output)")
+        #expect(answer.output.contains("\"status\":\"reachableViaOther\""), "\(answer.output)")
+    }
+
     @Test func hostNamesResolveFromTheNamespacesHostsFile() throws {
         let (ns, peer) = try topology("checkhost")
         defer { ns.delete(); peer.delete() }
