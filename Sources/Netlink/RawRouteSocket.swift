@@ -1,19 +1,39 @@
 import CNetlink
 import Glibc
 
-/// A bare NETLINK_ROUTE socket for the two requests where libnl's one-message-at-a-time
-/// machinery costs more than the kernel's work: default-route dumps that stop early, and route
-/// lookups sent in batches. Messages are parsed from the kernel's bytes (`Route(message:)`),
-/// and only the ones that matter.
+/// Bare NETLINK_ROUTE sockets for the requests where libnl's one-message-at-a-time machinery
+/// costs more than the kernel's work: default-route dumps that stop early, and route lookups
+/// sent in batches. Messages are parsed from the kernel's bytes (`Route(message:)`), and only
+/// the ones that matter.
+///
+/// Two sockets: one for lookups, rule dumps and dumps read to their end, and one for IPv4
+/// default-route dumps, which stop early (see ``forEachDefaultRoute(family:filter:_:)``).
 ///
 /// Not thread-safe: its owner serialises every use, like ``RequestSocket``.
 final class RawRouteSocket {
-    /// The namespace the socket lives in; a socket whose dump was abandoned is replaced by a
+    /// The namespace the sockets live in; a socket whose dump was abandoned is replaced by a
     /// new one opened there.
     private let namespace: NetworkNamespace
+    /// The socket of lookups, rule dumps and IPv6 default-route dumps.
     private var descriptor: Int32 = -1
-    /// How many sockets were opened: the first, and one after each abandoned dump (for tests).
+    /// The socket of IPv4 default-route dumps, made for dumps that stop early: what the kernel
+    /// fills past the stop is thrown away. Its receive buffer holds less than one dump
+    /// datagram, so the kernel fills a dump's next datagram only once the last one is taken:
+    /// each datagram is peeked first, and one that the dump stops in is never taken (the kernel
+    /// would fill the next one inside the `recv` that takes it). And it is not made to get
+    /// large datagrams (see `raiseDumpDatagramSize`): the first datagram of a new socket's first
+    /// dump holds 3.7 KiB, an eighth of a large one, which is all that a stop early in a full
+    /// table costs the kernel, since such a stop leaves the socket behind. A dump there that
+    /// reads nothing (an empty table, or a first route larger than that datagram) is asked
+    /// again on the request socket.
+    private var dumpDescriptor: Int32 = -1
+    /// Whether the dump socket has read nothing yet: its first dump's first datagram is small.
+    private var dumpSocketIsNew = false
+    /// How many request sockets were opened: the first, and one after each failed read (for tests).
     private(set) var socketsOpened = 0
+    /// How many IPv4 dump sockets were opened: the first, and one after each dump stopped while
+    /// the kernel was still dumping (for tests).
+    private(set) var dumpSocketsOpened = 0
     private var sequence: UInt32 = 0
     private var buffer: UnsafeMutableRawBufferPointer
     /// The request being built; its storage is kept from one request to the next.
@@ -22,22 +42,38 @@ final class RawRouteSocket {
     /// The size of the receive buffer: the kernel fills dump datagrams up to 32 KiB.
     private static let bufferSize = 64 * 1024
 
+    /// At least what the first datagram of a new socket's first dump holds: `NLMSG_GOODSIZE`,
+    /// a page (at most 8 KiB) less the kernel's bookkeeping.
+    private static let newSocketDatagram = min(Int(sysconf(Int32(_SC_PAGESIZE))), 8192)
+
+    /// What the dump socket asks for as its receive buffer (`SO_RCVBUF`): the least, which the
+    /// kernel raises to its minimum (`SOCK_MIN_RCVBUF`, about 2.3 KiB). The kernel fills a
+    /// dump's next datagram while the queue holds at most half of the buffer, and a queued dump
+    /// datagram counts its whole allocation, 4 KiB or more.
+    private static let dumpReceiveBuffer = 1
+
     /// Opens the socket. Call it on a thread that is inside `namespace` (or with a namespace
     /// that is the current one); later replacements are opened through
     /// ``NetworkNamespace/perform(_:)``.
     init(namespace: NetworkNamespace) throws(NetlinkError) {
         self.namespace = namespace
         buffer = .allocate(byteCount: Self.bufferSize, alignment: 8)
-        descriptor = try Self.primed(Self.openDescriptor(), buffer: buffer)
+        descriptor = try Self.primed(Self.openDescriptor(receiveBuffer: nil), buffer: buffer)
         socketsOpened = 1
+        dumpDescriptor = try Self.openDescriptor(receiveBuffer: Self.dumpReceiveBuffer)
+        dumpSocketsOpened = 1
+        dumpSocketIsNew = true
     }
 
     deinit {
         if descriptor >= 0 { close(descriptor) }
+        if dumpDescriptor >= 0 { close(dumpDescriptor) }
         buffer.deallocate()
     }
 
-    private static func openDescriptor() throws(NetlinkError) -> Int32 {
+    /// A bound socket with strict checking, and `receiveBuffer` bytes of receive buffer (nil:
+    /// as much as lookups need).
+    private static func openDescriptor(receiveBuffer: Int?) throws(NetlinkError) -> Int32 {
         let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
         guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open netlink socket") }
         var address = sockaddr_nl()
@@ -50,9 +86,11 @@ final class RawRouteSocket {
             close(fd)
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "bind netlink socket")
         }
-        // Batched lookup answers wait here until read: ask for 1 MiB (SO_RCVBUFFORCE needs
-        // CAP_NET_ADMIN; SO_RCVBUF is capped at net.core.rmem_max).
-        if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, 1 << 20) != 0 {
+        if let receiveBuffer {
+            _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, Int32(receiveBuffer))
+        } else if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, 1 << 20) != 0 {
+            // Batched lookup answers wait here until read: ask for 1 MiB (SO_RCVBUFFORCE needs
+            // CAP_NET_ADMIN; SO_RCVBUF is capped at net.core.rmem_max).
             _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, 1 << 20)
         }
         // Strict checking lets the kernel filter dumps by table and output link (Linux 4.20+);
@@ -73,19 +111,32 @@ final class RawRouteSocket {
         return fd
     }
 
-    /// The socket, reopened in the namespace if the last dump was abandoned.
+    /// The request socket, reopened in the namespace if it was abandoned.
     private func socketDescriptor() throws(NetlinkError) -> Int32 {
         if descriptor >= 0 { return descriptor }
-        descriptor = try Self.primed(namespace.perform { () throws(NetlinkError) in try Self.openDescriptor() }, buffer: buffer)
+        descriptor = try Self.primed(namespace.perform { () throws(NetlinkError) in try Self.openDescriptor(receiveBuffer: nil) },
+                                     buffer: buffer)
         socketsOpened += 1
         return descriptor
     }
 
-    /// Drops the socket with a dump still running on it: closing it is the only way to end a
-    /// netlink dump early. The next request opens a new one.
-    private func abandon() {
-        close(descriptor)
-        descriptor = -1
+    /// The IPv4 dump socket, reopened in the namespace if the last dump was abandoned.
+    private func dumpSocketDescriptor() throws(NetlinkError) -> Int32 {
+        if dumpDescriptor >= 0 { return dumpDescriptor }
+        dumpDescriptor = try namespace.perform { () throws(NetlinkError) in
+            try Self.openDescriptor(receiveBuffer: Self.dumpReceiveBuffer)
+        }
+        dumpSocketsOpened += 1
+        dumpSocketIsNew = true
+        return dumpDescriptor
+    }
+
+    /// Drops `fd` with a dump still running on it (closing it is the only way to end a netlink
+    /// dump early), or after a failed read. The next request opens a new one.
+    private func abandon(_ fd: Int32) {
+        close(fd)
+        if fd == descriptor { descriptor = -1 }
+        if fd == dumpDescriptor { dumpDescriptor = -1 }
     }
 
     // MARK: Default routes
@@ -109,6 +160,9 @@ final class RawRouteSocket {
     /// link's default routes walked a million routes (70–135 ms in the kernel per carrier change
     /// of the uplink) where the early stop reads one datagram.
     ///
+    /// IPv4 dumps go through the dump socket, whose datagrams are peeked: a dump stopped in a
+    /// full datagram leaves the kernel at that one (see `dumpDescriptor`).
+    ///
     /// IPv6 dumps walk their tree children first, so the default route comes last and the dump
     /// is read to its end; there the kernel applies the whole filter, which spares it filling a
     /// message for every route it leaves out.
@@ -116,16 +170,45 @@ final class RawRouteSocket {
     /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump (the caller
     ///   starts again), or the kernel's error.
     func forEachDefaultRoute(family: AddressFamily, filter: RouteFilter, _ body: (Route) -> Void) throws(NetlinkError) {
-        let fd = try socketDescriptor()
+        // A request for table 0 (unspecified) dumps every table, as one without a table.
+        let namedTable = filter.table == .unspecified ? nil : filter.table
+        var outcome: (stopped: Bool, readNothing: Bool)
+        if family == .ipv4 {
+            let fd = try dumpSocketDescriptor()
+            let reading = DumpReading.peeking(firstCapacity: dumpSocketIsNew ? Self.newSocketDatagram : largestDumpDatagram)
+            dumpSocketIsNew = false
+            outcome = try dumpDefaultRoutes(family: family, filter: filter, on: fd, reading: reading, body)
+            // An empty table, or a first route too large for a new socket's first datagram,
+            // which the kernel reports as an empty dump: asked again where datagrams are large.
+            if outcome.readNothing {
+                outcome = try dumpDefaultRoutes(family: family, filter: filter, on: socketDescriptor(), reading: .taking, body)
+            }
+        } else {
+            outcome = try dumpDefaultRoutes(family: family, filter: filter, on: socketDescriptor(), reading: .taking, body)
+        }
+        // Stopped in the main table of a dump of every table: the tables after it, by name.
+        guard outcome.stopped, namedTable == nil else { return }
+        for table in try ruleTables(family: family) where table % 256 == 255 && table != RouteTable.local.rawValue {
+            var byName = filter
+            byName.table = RouteTable(rawValue: table)
+            try forEachDefaultRoute(family: family, filter: byName, body)
+        }
+    }
+
+    /// One dump of the default routes of `family` on `fd` (see ``forEachDefaultRoute(family:filter:_:)``).
+    /// - Returns: Whether an IPv4 dump stopped at its stop table's first other route, and whether
+    ///   it ended without a single message.
+    private func dumpDefaultRoutes(family: AddressFamily, filter: RouteFilter, on fd: Int32, reading: DumpReading,
+                                   _ body: (Route) -> Void) throws(NetlinkError) -> (stopped: Bool, readNothing: Bool) {
         sequence &+= 1
         let seq = sequence
         let request = family == .ipv4 ? RouteFilter(family: family, table: filter.table) : filter
-        // A request for table 0 (unspecified) dumps every table, as one without a table.
-        let namedTable = filter.table == .unspecified ? nil : filter.table
-        let stopTable = (namedTable ?? .main).rawValue
+        let stopTable = (filter.table == .unspecified ? .main : filter.table ?? .main).rawValue
         try sendDumpRequest(fd: fd, family: family, filter: request, sequence: seq)
         var stopped = false
-        let outcome = try readDump(on: fd, sequence: seq, context: "default route dump") { (header) throws(NetlinkError) -> Bool in
+        var messages = 0
+        let outcome = try readDump(on: fd, sequence: seq, reading: reading, context: "default route dump") { (header) throws(NetlinkError) -> Bool in
+            messages += 1
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return true }
             switch classify(header, family: family, stopTable: stopTable) {
             case .defaultRoute:
@@ -139,15 +222,9 @@ final class RawRouteSocket {
             }
         }
         // A dump stopped early whose NLMSG_DONE was not read may still be running in the kernel.
-        if !outcome.ended { abandon() }
+        if !outcome.ended { abandon(fd) }
         if outcome.interrupted { throw .dumpInterrupted }
-        // Stopped in the main table of a dump of every table: the tables after it, by name.
-        guard stopped, namedTable == nil else { return }
-        for table in try ruleTables(family: family) where table % 256 == 255 && table != RouteTable.local.rawValue {
-            var byName = filter
-            byName.table = RouteTable(rawValue: table)
-            try forEachDefaultRoute(family: family, filter: byName, body)
-        }
+        return (stopped, outcome.ended && messages == 0)
     }
 
     private enum RouteMessageKind { case defaultRoute, other, pastDefaults }
@@ -333,11 +410,22 @@ final class RawRouteSocket {
         request.append((family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0)))
         request.end()
         try send(request.bytes, on: fd, context: "send rule dump")
-        _ = try readDump(on: fd, sequence: seq, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
+        _ = try readDump(on: fd, sequence: seq, reading: .taking, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWRULE) else { return true }
             if let payload = netlinkPayload(of: header, atLeast: 0) { body(payload) }
             return true
         }
+    }
+
+    /// How a dump's datagrams are read (see `readDump`).
+    private enum DumpReading {
+        /// Each one taken as it comes.
+        case taking
+        /// Each one peeked; the first can hold `firstCapacity` bytes, the others 32 KiB.
+        case peeking(firstCapacity: Int)
+
+        var peeks: Bool { if case .peeking = self { true } else { false } }
+        var firstCapacity: Int { if case .peeking(let capacity) = self { capacity } else { largestDumpDatagram } }
     }
 
     /// `sizeof(struct fib_rule_hdr)`.
@@ -360,9 +448,14 @@ final class RawRouteSocket {
     /// saves opening and binding a new one on the next request (for a link that carries the
     /// default route, five system calls on every flip of its carrier).
     ///
+    /// Peeking (on the dump socket), each datagram is taken only after it is read, unless the
+    /// dump stopped in it and it is more than half full: then the rest of the dump surely
+    /// follows, and leaving the datagram keeps the kernel from filling another one (which it
+    /// would do inside the `recv` that takes this one), only to be thrown away.
+    ///
     /// - Returns: Whether the kernel marked the dump interrupted (`NLM_F_DUMP_INTR`), and whether
     ///   the dump's end (`NLMSG_DONE`, or an error) was read: if not, it may still be running.
-    private func readDump(on fd: Int32, sequence: UInt32, context: String,
+    private func readDump(on fd: Int32, sequence: UInt32, reading: DumpReading, context: String,
                           _ body: (UnsafeMutablePointer<nlmsghdr>) throws(NetlinkError) -> Bool) throws(NetlinkError)
         -> (interrupted: Bool, ended: Bool) {
         var interrupted = false
@@ -388,10 +481,21 @@ final class RawRouteSocket {
                 }
             }
         }
+        var leftQueued = false
+        var capacity = reading.firstCapacity
         while !ended && !stoppedEarly {
-            try read(try receive(on: fd, context: context))
+            let received = try receive(on: fd, peeking: reading.peeks, context: context)
+            try read(received)
+            if reading.peeks {
+                if stoppedEarly, !ended, received > capacity / 2 {
+                    leftQueued = true
+                } else {
+                    try take(on: fd, context: context)
+                }
+            }
+            capacity = largestDumpDatagram
         }
-        if !ended {
+        if !ended, !leftQueued {
             let received = recvRetryingInterruptions(fd, flags: Int32(MSG_DONTWAIT))
             if received > 0 { try? read(received) }
         }
@@ -400,20 +504,33 @@ final class RawRouteSocket {
 
     /// Reads one datagram into the buffer and returns its length; the messages in it stay valid
     /// until the next read. A failed read abandons the socket (an overflow leaves it unusable).
-    private func receive(on fd: Int32, context: @autoclosure () -> String) throws(NetlinkError) -> Int {
-        let received = recvRetryingInterruptions(fd, flags: 0)
+    private func receive(on fd: Int32, peeking: Bool = false, context: @autoclosure () -> String) throws(NetlinkError) -> Int {
+        let received = recvRetryingInterruptions(fd, flags: peeking ? Int32(MSG_PEEK) : 0)
         if received < 0 {
             let code = errno
-            abandon()
+            abandon(fd)
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context())
         }
         return received
     }
 
-    /// One `recv(2)` of a datagram into the buffer, repeated while a signal interrupts it.
-    private func recvRetryingInterruptions(_ fd: Int32, flags: Int32) -> Int {
+    /// Takes the datagram last peeked on `fd` without copying it. A failed read abandons the
+    /// socket: the datagram would be read twice.
+    private func take(on fd: Int32, context: @autoclosure () -> String) throws(NetlinkError) {
+        if recvRetryingInterruptions(fd, flags: 0, length: 0) < 0 {
+            let code = errno
+            abandon(fd)
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context())
+        }
+    }
+
+    /// One `recv(2)` of a datagram into the buffer (at most `length` bytes of it), repeated while
+    /// a signal interrupts it.
+    private func recvRetryingInterruptions(_ fd: Int32, flags: Int32, length: Int? = nil) -> Int {
         var received: Int
-        repeat { received = recv(fd, buffer.baseAddress, buffer.count, flags) } while received < 0 && errno == EINTR
+        repeat {
+            received = recv(fd, buffer.baseAddress, length ?? buffer.count, flags)
+        } while received < 0 && errno == EINTR
         return received
     }
 
