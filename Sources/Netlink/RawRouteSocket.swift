@@ -485,7 +485,13 @@ final class RawRouteSocket {
         var capacity = reading.firstCapacity
         while !ended && !stoppedEarly {
             let received = try receive(on: fd, peeking: reading.peeks, context: context)
-            try read(received)
+            do {
+                try read(received)
+            } catch {
+                // A peeked datagram is still queued: the socket goes with it.
+                if reading.peeks { abandon(fd) }
+                throw error
+            }
             if reading.peeks {
                 if stoppedEarly, !ended, received > capacity / 2 {
                     leftQueued = true

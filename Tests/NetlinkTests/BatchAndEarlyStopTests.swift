@@ -1,3 +1,4 @@
+import Glibc
 @testable import Netlink
 import NetnsTestSupport
 import Testing
@@ -89,6 +90,28 @@ struct BatchAndEarlyStopTests {
             #expect(try gatewayOf("11.0.0.1") == IPAddress("10.10.0.254"))
             #expect(try gatewayOf("192.0.2.9") == IPAddress("10.40.0.254"))
             #expect(socket.socketsOpened == 1, "lookups keep their socket")
+        }
+    }
+
+    /// A dump the kernel refuses (a table that does not exist: a flip's re-read of a table that
+    /// went away meanwhile) is reported as the kernel's error, and the IPv4 dump socket, whose
+    /// datagrams are peeked and so stay queued until taken, answers the next dump.
+    @Test(.timeLimit(.minutes(1))) func aRefusedDumpLeavesTheNextOneItsAnswer() throws {
+        let ns = try TestNamespace("refused")
+        defer { ns.delete() }
+        try buildTopology(ns)
+        let namespace = try NetworkNamespace.named(ns.name)
+        nonisolated(unsafe) let socket = try namespace.perform { () throws(NetlinkError) in try RawRouteSocket(namespace: namespace) }
+        let missing = RouteFilter(family: .ipv4, table: RouteTable(rawValue: 4242), defaultOnly: true)
+        let main = RouteFilter(family: .ipv4, table: .main, defaultOnly: true)
+        for _ in 0..<3 {
+            let error = #expect(throws: NetlinkError.self) {
+                try socket.forEachDefaultRoute(family: .ipv4, filter: missing) { _ in }
+            }
+            #expect(error?.systemErrno == ENOENT)
+            var found: [Route] = []
+            try socket.forEachDefaultRoute(family: .ipv4, filter: main) { found.append($0) }
+            #expect(found.map(\.gateway) == [IPAddress("10.10.0.254")])
         }
     }
 
