@@ -194,6 +194,13 @@ final class ConditionLock: @unchecked Sendable {
     /// Waits on the condition; call with the lock held.
     func wait() { pthread_cond_wait(condition, mutex) }
 
+    /// Waits on the condition until `deadline` (on `CLOCK_REALTIME`, the condition's clock);
+    /// call with the lock held. Returns false once the deadline has passed.
+    func wait(until deadline: timespec) -> Bool {
+        var deadline = deadline
+        return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
+    }
+
     /// Wakes every waiter; call with the lock held.
     func broadcast() { pthread_cond_broadcast(condition) }
 }

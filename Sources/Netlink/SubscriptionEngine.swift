@@ -69,6 +69,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         let target = namespace.isCurrent ? -1 : try namespace.openDescriptor()
         let setup = UnsafeTransfer<Result<Void, NetlinkError>?>(nil)
         let ready = ConditionLock()
+        _ = exitHandler
+        runningLoops.withLock { $0[ObjectIdentifier(engine)] = engine }
         startThread(name: "netlink \(namespace)") {
             engine.run(target: target) { result in
                 ready.withLock {
@@ -85,11 +87,61 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Asks the loop to end and waits until it has freed everything, unless called on the loop
     /// thread itself (then the loop ends when the current callback returns).
     func stop() {
+        requestStop()
+        guard loopThread.load(ordering: .acquiring) != UInt(pthread_self()) else { return }
+        completion.withLock { while !finished { completion.wait() } }
+    }
+
+    /// Asks the loop to end, without waiting.
+    private func requestStop() {
         stopRequested.store(true, ordering: .releasing)
         var one: UInt64 = 1
         _ = write(wakeDescriptor, &one, 8)
-        guard loopThread.load(ordering: .acquiring) != UInt(pthread_self()) else { return }
-        completion.withLock { while !finished { completion.wait() } }
+    }
+
+    // MARK: Process exit
+
+    /// The engines whose loop thread runs or is starting (the thread's closure keeps each alive
+    /// until it ends; it removes its engine here last).
+    private static let runningLoops = Locked<[ObjectIdentifier: SubscriptionEngine]>([:])
+
+    /// Installs, once, the `atexit` handler that ends every running loop before the process's
+    /// exit goes on to the shared libraries' destructors. libnl-route's destructors unregister the
+    /// operations that parse and free links and caches, and a loop that re-reads a cache or
+    /// tears one down after them makes libnl abort (`BUG()` in `do_foreach_af` or
+    /// `nl_cache_mngt_unprovide`): a program that exits while a subscription ends (its
+    /// namespace deleted, its last reference dropped on another thread) would die of SIGABRT.
+    /// glibc runs `atexit` handlers in the reverse order of their registration, and the dynamic
+    /// linker registered the one that runs the destructors before `main`.
+    private static let exitHandler: Void = {
+        atexit { SubscriptionEngine.endRunningLoopsAtExit() }
+    }()
+
+    /// Whether `engine`'s loop is on the list that the process's exit ends (for tests).
+    static func isListedForExit(_ engine: SubscriptionEngine) -> Bool {
+        runningLoops.withLock { $0[ObjectIdentifier(engine)] != nil }
+    }
+
+    /// How long the exit waits for the loops: one that an observer's callback holds up past
+    /// it is left running rather than holding the process.
+    private static let exitWaitSeconds = 1
+
+    /// Asks every running loop to end and waits until each has freed its libnl objects (or until
+    /// `exitWaitSeconds` have passed). The loop of the exiting thread itself, if an observer on it
+    /// called `exit`, ends with the process.
+    private static func endRunningLoopsAtExit() {
+        let engines = runningLoops.withLock { Array($0.values) }
+        for engine in engines { engine.requestStop() }
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += exitWaitSeconds
+        for engine in engines where engine.loopThread.load(ordering: .acquiring) != UInt(pthread_self()) {
+            engine.completion.withLock {
+                while !engine.finished {
+                    if !engine.completion.wait(until: deadline) { break }
+                }
+            }
+        }
     }
 
     // MARK: The loop thread
@@ -97,6 +149,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func run(target: Int32, ready: (Result<Void, NetlinkError>) -> Void) {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
         defer {
+            Self.runningLoops.withLock { $0[ObjectIdentifier(self)] = nil }
             completion.withLock {
                 finished = true
                 completion.broadcast()
