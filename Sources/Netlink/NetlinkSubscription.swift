@@ -20,6 +20,10 @@ import Dispatch
 /// drops notifications (a full receive buffer), the subscription re-reads the kernel's state,
 /// reports the differences and ``NetlinkEvent/resynchronized(_:)``; it does not end. It ends only
 /// when its namespace is deleted (``NetlinkError/namespaceDeleted``) or it is released.
+///
+/// When the process calls `exit`, every running subscription is ended first (its observers are
+/// told ``NetlinkError/stopped``), before libnl's own teardown, which would otherwise abort the
+/// process if a subscription's thread still used libnl; the exit waits for that up to a second.
 public final class NetlinkSubscription: Sendable {
     /// The namespace this subscription watches.
     public let namespace: NetworkNamespace
