@@ -461,6 +461,8 @@ final class RawRouteSocket {
         var interrupted = false
         var stoppedEarly = false
         var ended = false
+        var messagesRead = 0
+        var capacity = reading.firstCapacity
         func read(_ received: Int) throws(NetlinkError) {
             try forEachMessage(received) { (header) throws(NetlinkError) in
                 guard !ended, header.pointee.nlmsg_seq == sequence else { return }
@@ -470,6 +472,7 @@ final class RawRouteSocket {
                     ended = true
                     // A dump that failed part way ends with the kernel's error here.
                     let code = Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + 4 ? errorCode(of: header) : 0
+                    if Self.endsAsEmptyDump(errorCode: code, messagesRead: messagesRead, datagramCapacity: capacity) { return }
                     if code != 0, !stoppedEarly { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context) }
                 case NLMSG_ERROR:
                     ended = true
@@ -477,12 +480,12 @@ final class RawRouteSocket {
                     if code != 0, !stoppedEarly { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context) }
                 default:
                     guard !stoppedEarly else { return }
+                    messagesRead += 1
                     if try !body(header) { stoppedEarly = true }
                 }
             }
         }
         var leftQueued = false
-        var capacity = reading.firstCapacity
         while !ended && !stoppedEarly {
             let received = try receive(on: fd, peeking: reading.peeks, context: context)
             do {
@@ -506,6 +509,20 @@ final class RawRouteSocket {
             if received > 0 { try? read(received) }
         }
         return (interrupted, ended)
+    }
+
+    /// Whether a dump's `NLMSG_DONE` that carries `errorCode` (a positive errno, or 0), after
+    /// `messagesRead` messages, in a datagram that could hold `datagramCapacity` bytes, ends an
+    /// empty dump rather than failing it.
+    ///
+    /// A route message larger than the datagram the kernel fills cannot be sent. From Linux 6.10
+    /// (`RTNL_FLAG_DUMP_SPLIT_NLM_DONE` on IPv4 route dumps) the dump then ends with an
+    /// `NLMSG_DONE` of 0, which reads as an empty dump; before, with one of `EMSGSIZE`. In the
+    /// small first datagram of a new socket's first dump, both mean the same: the first route
+    /// did not fit, and the dump is asked again where datagrams are large (32 KiB, the most the
+    /// kernel fills). There, `EMSGSIZE` is the kernel's last word and is thrown.
+    static func endsAsEmptyDump(errorCode: Int32, messagesRead: Int, datagramCapacity: Int) -> Bool {
+        errorCode == EMSGSIZE && messagesRead == 0 && datagramCapacity < largestDumpDatagram
     }
 
     /// Reads one datagram into the buffer and returns its length; the messages in it stay valid
