@@ -23,14 +23,15 @@ final class RequestSocket {
             nl_socket_free(socket)
             throw NetlinkError(libnlCode: rc, context: "connect netlink socket")
         }
-        handle = socket
         // Without this, libnl asks for an ACK after every request; a successful lookup's ACK
         // would then wait in the socket and be read as the answer to the next request. Dumps end
         // with NLMSG_DONE and errors come as NLMSG_ERROR either way.
         nl_socket_disable_auto_ack(socket)
-        strictChecking = cnetlink_setsockopt_int(nl_socket_get_fd(socket), cnetlink_sol_netlink(),
-                                                 cnetlink_netlink_get_strict_chk(), 0) == 0
+        let strict = cnetlink_setsockopt_int(nl_socket_get_fd(socket), cnetlink_sol_netlink(),
+                                             cnetlink_netlink_get_strict_chk(), 0) == 0
         // Full route dumps go through this socket: a large first route must not end one empty.
+        // Done before the properties are set: once they all are, a throw runs `deinit`, which
+        // would free the socket a second time.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: largestDumpDatagram, alignment: 8)
         defer { buffer.deallocate() }
         do {
@@ -39,6 +40,8 @@ final class RequestSocket {
             nl_socket_free(socket)
             throw error
         }
+        handle = socket
+        strictChecking = strict
     }
 
     /// Turns strict checking on for the duration of `body`. It stays off otherwise, because
