@@ -21,9 +21,11 @@ import Dispatch
 /// reports the differences and ``NetlinkEvent/resynchronized(_:)``; it does not end. It ends only
 /// when its namespace is deleted (``NetlinkError/namespaceDeleted``) or it is released.
 ///
-/// When the process calls `exit`, every running subscription is ended first (its observers are
-/// told ``NetlinkError/stopped``), before libnl's own teardown, which would otherwise abort the
-/// process if a subscription's thread still used libnl; the exit waits for that up to a second.
+/// When the process calls `exit`, every running subscription is ended first, before libnl's own
+/// teardown, which would otherwise abort the process if a subscription's thread still used
+/// libnl; the exit waits for that up to a second. Its observers are not told (the network did
+/// not change: a monitor would report "not reachable" on its way out), and from then on no
+/// subscription opens (the initializer throws `ESHUTDOWN`).
 public final class NetlinkSubscription: Sendable {
     /// The namespace this subscription watches.
     public let namespace: NetworkNamespace

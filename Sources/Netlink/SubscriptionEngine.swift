@@ -24,7 +24,10 @@ final class SubscriptionEngine: @unchecked Sendable {
     let options: SubscriptionOptions
     let publisher: Publisher
     private let wakeDescriptor: Int32
+    private let exitCoordinator: ExitCoordinator
     private let stopRequested = Atomic<Bool>(false)
+    /// Whether the process's exit asked the loop to end (its observers are then not told).
+    private let endedByExit = Atomic<Bool>(false)
     private let loopThread = Atomic<UInt>(0)
     private let completion = ConditionLock()
     private var finished = false  // guarded by `completion`
@@ -50,10 +53,12 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Why the subscription ends, once the loop knows; observers are told after `teardown`.
     private var ending: NetlinkError?
 
-    private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher) throws(NetlinkError) {
+    private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher,
+                 exitCoordinator: ExitCoordinator) throws(NetlinkError) {
         self.namespace = namespace
         self.options = options
         self.publisher = publisher
+        self.exitCoordinator = exitCoordinator
         wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         if wakeDescriptor < 0 {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "eventfd")
@@ -63,14 +68,26 @@ final class SubscriptionEngine: @unchecked Sendable {
     deinit { close(wakeDescriptor) }
 
     /// Starts the loop thread and returns once the initial state is read and published.
-    static func start(namespace: NetworkNamespace, options: SubscriptionOptions,
-                      publisher: Publisher) throws(NetlinkError) -> SubscriptionEngine {
-        let engine = try SubscriptionEngine(namespace: namespace, options: options, publisher: publisher)
-        let target = namespace.isCurrent ? -1 : try namespace.openDescriptor()
+    ///
+    /// - Parameter exitCoordinator: What ends the loop at the process's exit (tests give one of
+    ///   their own).
+    /// - Throws: The error of the loop's set-up; ESHUTDOWN once the process's exit has begun.
+    static func start(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher,
+                      exitCoordinator: ExitCoordinator = .process) throws(NetlinkError) -> SubscriptionEngine {
+        let engine = try SubscriptionEngine(namespace: namespace, options: options, publisher: publisher,
+                                            exitCoordinator: exitCoordinator)
+        guard exitCoordinator.register(engine) else {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: ESHUTDOWN, context: "subscribe while the process exits")
+        }
+        let target: Int32
+        do {
+            target = namespace.isCurrent ? -1 : try namespace.openDescriptor()
+        } catch {
+            exitCoordinator.unregister(engine)
+            throw error
+        }
         let setup = UnsafeTransfer<Result<Void, NetlinkError>?>(nil)
         let ready = ConditionLock()
-        _ = exitHandler
-        runningLoops.withLock { $0[ObjectIdentifier(engine)] = engine }
         startThread(name: "netlink \(namespace)") {
             engine.run(target: target) { result in
                 ready.withLock {
@@ -88,7 +105,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// thread itself (then the loop ends when the current callback returns).
     func stop() {
         requestStop()
-        guard loopThread.load(ordering: .acquiring) != UInt(pthread_self()) else { return }
+        guard !isLoopThread else { return }
         completion.withLock { while !finished { completion.wait() } }
     }
 
@@ -101,46 +118,24 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     // MARK: Process exit
 
-    /// The engines whose loop thread runs or is starting (the thread's closure keeps each alive
-    /// until it ends; it removes its engine here last).
-    private static let runningLoops = Locked<[ObjectIdentifier: SubscriptionEngine]>([:])
-
-    /// Installs, once, the `atexit` handler that ends every running loop before the process's
-    /// exit goes on to the shared libraries' destructors. libnl-route's destructors unregister the
-    /// operations that parse and free links and caches, and a loop that re-reads a cache or
-    /// tears one down after them makes libnl abort (`BUG()` in `do_foreach_af` or
-    /// `nl_cache_mngt_unprovide`): a program that exits while a subscription ends (its
-    /// namespace deleted, its last reference dropped on another thread) would die of SIGABRT.
-    /// glibc runs `atexit` handlers in the reverse order of their registration, and the dynamic
-    /// linker registered the one that runs the destructors before `main`.
-    private static let exitHandler: Void = {
-        atexit { SubscriptionEngine.endRunningLoopsAtExit() }
-    }()
-
-    /// Whether `engine`'s loop is on the list that the process's exit ends (for tests).
-    static func isListedForExit(_ engine: SubscriptionEngine) -> Bool {
-        runningLoops.withLock { $0[ObjectIdentifier(engine)] != nil }
+    /// Asks the loop to end for the process's exit: its observers are not told (see
+    /// ``ExitCoordinator``).
+    func requestStopAtExit() {
+        endedByExit.store(true, ordering: .releasing)
+        requestStop()
     }
 
-    /// How long the exit waits for the loops: one that an observer's callback holds up past
-    /// it is left running rather than holding the process.
-    private static let exitWaitSeconds = 1
+    /// Whether the calling thread is the loop's.
+    var isLoopThread: Bool { loopThread.load(ordering: .acquiring) == UInt(pthread_self()) }
 
-    /// Asks every running loop to end and waits until each has freed its libnl objects (or until
-    /// `exitWaitSeconds` have passed). The loop of the exiting thread itself, if an observer on it
-    /// called `exit`, ends with the process.
-    private static func endRunningLoopsAtExit() {
-        let engines = runningLoops.withLock { Array($0.values) }
-        for engine in engines { engine.requestStop() }
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_sec += exitWaitSeconds
-        for engine in engines where engine.loopThread.load(ordering: .acquiring) != UInt(pthread_self()) {
-            engine.completion.withLock {
-                while !engine.finished {
-                    if !engine.completion.wait(until: deadline) { break }
-                }
+    /// Waits until the loop has freed everything, or until `deadline` (CLOCK_REALTIME).
+    /// - Returns: Whether it has.
+    func waitUntilFinished(until deadline: timespec) -> Bool {
+        completion.withLock {
+            while !finished {
+                if !completion.wait(until: deadline) { return finished }
             }
+            return true
         }
     }
 
@@ -149,7 +144,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func run(target: Int32, ready: (Result<Void, NetlinkError>) -> Void) {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
         defer {
-            Self.runningLoops.withLock { $0[ObjectIdentifier(self)] = nil }
+            exitCoordinator.unregister(self)
             completion.withLock {
                 finished = true
                 completion.broadcast()
@@ -175,7 +170,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         // operations that free a link's per-family data, and a link freed after them makes
         // libnl abort (`BUG()` in `do_foreach_af`).
         teardown()
-        publisher.terminate(ending ?? .stopped)
+        if !endedByExit.load(ordering: .acquiring) { publisher.terminate(ending ?? .stopped) }
     }
 
     private func setUp(target: Int32) throws(NetlinkError) {

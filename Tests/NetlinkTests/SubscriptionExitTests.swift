@@ -1,26 +1,93 @@
+import Glibc
 @testable import Netlink
 import NetnsTestSupport
+import Synchronization
 import Testing
 
-/// The list of running loops that the process's exit ends before libnl-route's destructors run
-/// (a loop that frees a link after them makes libnl abort): a loop is on it from its start to
-/// the end of its teardown, and not after, so an ended subscription is neither kept alive nor
-/// waited for at exit.
+/// What the process's exit does to running subscriptions (``ExitCoordinator``): it ends each
+/// loop before libnl-route's destructors run (a loop that frees a link after them makes libnl
+/// abort), without telling the observers that their subscription ended, and starts no loop
+/// after it began. A loop is on the coordinator's list from its start to the end of its
+/// teardown, and not after, so an ended subscription is neither kept alive nor waited for.
 @Suite("Subscriptions at the process's exit", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct SubscriptionExitTests {
     @Test func aLoopIsListedForTheExitFromItsStartToItsEnd() throws {
         let ns = try TestNamespace("atexit")
         defer { ns.delete() }
         let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(), publisher: Publisher())
-        #expect(SubscriptionEngine.isListedForExit(engine))
+        #expect(ExitCoordinator.process.isRegistered(engine))
         engine.stop()
-        #expect(!SubscriptionEngine.isListedForExit(engine))
+        #expect(!ExitCoordinator.process.isRegistered(engine))
 
         // A loop that ends by itself (its namespace deleted) leaves the list too.
         let ns2 = try TestNamespace("atexit2")
         let ended = try SubscriptionEngine.start(namespace: .named(ns2.name), options: SubscriptionOptions(), publisher: Publisher())
         ns2.delete()
-        #expect(eventually { !SubscriptionEngine.isListedForExit(ended) })
+        #expect(eventually { !ExitCoordinator.process.isRegistered(ended) })
         ended.stop()
+    }
+
+    @Test func theExitEndsTheLoopsWithoutTellingTheirObserversAndStartsNoMore() throws {
+        let ns = try TestNamespace("atexit3")
+        defer { ns.delete() }
+        let coordinator = ExitCoordinator(waitSeconds: 5)
+        let publisher = Publisher()
+        let told = Atomic<Int>(0)
+        publisher.attach(CallbackObserver(queue: nil, handler: { _ in }, onTermination: { _ in told.add(1, ordering: .relaxed) }))
+        let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
+                                                  publisher: publisher, exitCoordinator: coordinator)
+        #expect(coordinator.isRegistered(engine))
+
+        coordinator.endRunningLoops()
+        // The loop has freed everything: waiting until now returns at once.
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        #expect(engine.waitUntilFinished(until: now))
+        #expect(!coordinator.isRegistered(engine))
+        #expect(coordinator.isExiting)
+        #expect(publisher.termination == nil)
+        #expect(told.load(ordering: .relaxed) == 0)
+
+        var refusal: NetlinkError?
+        do {
+            _ = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
+                                             publisher: Publisher(), exitCoordinator: coordinator)
+        } catch {
+            refusal = error
+        }
+        #expect(refusal?.systemErrno == ESHUTDOWN)
+        engine.stop()
+
+        // Stopped otherwise, a loop tells its observers.
+        let other = Publisher()
+        let toldOther = Atomic<Int>(0)
+        other.attach(CallbackObserver(queue: nil, handler: { _ in }, onTermination: { _ in toldOther.add(1, ordering: .relaxed) }))
+        let stopped = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
+                                                   publisher: other, exitCoordinator: ExitCoordinator(waitSeconds: 5))
+        stopped.stop()
+        #expect(other.termination != nil)
+        #expect(toldOther.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func aChildProcessLeavesItsParentsLoopsAlone() throws {
+        let ns = try TestNamespace("atexit4")
+        defer { ns.delete() }
+        let coordinator = ExitCoordinator(waitSeconds: 5)
+        let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
+                                                  publisher: Publisher(), exitCoordinator: coordinator)
+        defer { engine.stop() }
+        // A child inherits the list, not the threads: its exit neither waits for them nor
+        // marks the coordinator exiting. `_exit` keeps the child from running this process's
+        // other exit handlers and the test runner's state.
+        let child = fork()
+        if child == 0 {
+            coordinator.endRunningLoops()
+            _exit(coordinator.isExiting ? 1 : 0)
+        }
+        #expect(child > 0)
+        var status: Int32 = 0
+        #expect(waitpid(child, &status, 0) == child)
+        #expect(status == 0)
+        #expect(coordinator.isRegistered(engine))
     }
 }
