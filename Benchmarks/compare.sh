@@ -2,7 +2,9 @@
 # Builds the library's release binaries and benchmarks, the C peers, and prints one table: the
 # library beside the floor (bare rtnetlink) and the peers (libnl's cache manager, GLib, ip),
 # measured in the same run. Needs root; creates and deletes its own namespaces only.
-# Usage: Benchmarks/compare.sh        (6 minutes on 2 cores with the builds made; not part of CI)
+# Usage: Benchmarks/compare.sh        (8-10 minutes on 2 cores with the builds made, 10-15 from a
+#        fresh clone; not part of CI). COMPARE_STATIC=1 also builds `reach` with the Swift runtime
+#        linked in, for the per-process row (a minute more).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -24,21 +26,28 @@ if [ -n "$missing" ]; then
 fi
 
 echo "== building reach (release) and the peers ($(date +%T))"
-(cd "$root" && swift build -c release --product reach 2>&1 | tail -1)
-# The same tool with the Swift runtime and Foundation linked in (the deployment build of README.md).
-(cd "$root" && swift build -c release --product reach --static-swift-stdlib --scratch-path "$root/.build-static" 2>&1 | tail -1)
+# Everything Swift is built in the Benchmarks package, `reach` too (a product of the library it
+# depends on by path): the library is compiled once, not once per package.
+(cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
+(cd "$here" && swift build -c release --product lookup-loop 2>&1 | tail -1)
+(cd "$here" && swift build -c release --product reach 2>&1 | tail -1)
+static_reach=""
+if [ "${COMPARE_STATIC:-0}" = 1 ]; then
+    # The same tool with the Swift runtime and Foundation linked in (the deployment build of
+    # README.md), for the per-process row: a whole second build, so only when asked.
+    (cd "$root" && swift build -c release --product reach --static-swift-stdlib --scratch-path "$root/.build-static" 2>&1 | tail -1)
+    static_reach="$root/.build-static/release/reach"
+fi
 sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
 gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
 gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
-(cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
-(cd "$here" && swift build -c release --product lookup-loop 2>&1 | tail -1)
 
 echo "== in-process benchmarks (ordo-one/benchmark) ($(date +%T))"
 (cd "$here" && swift package --disable-sandbox benchmark --no-progress \
-    --filter 'Cached answer|Fresh lookup.*|10000 monitors.*|10000 NotificationCenter.*|Event latency.*' 2>&1 \
+    --filter 'Cached answer|Fresh lookup.*|10000 monitors.*|10000 NotificationCenter.*' 2>&1 \
     | grep -v '^\[' | tee "$out/benchmarks.txt" | sed -n '/Running Benchmarks/,$p')
 
 echo "== beside the floor and the peers ($(date +%T))"
-python3 "$here/compare.py" "$root/.build/release/reach" "$out/peers" "$out/benchmarks.txt" \
-    "$here/.build/release/latency-listener" "$out/flip_latency" "$root/.build-static/release/reach" | tee "$out/table.md"
+python3 "$here/compare.py" "$here/.build/release/reach" "$out/peers" "$out/benchmarks.txt" \
+    "$here/.build/release/latency-listener" "$out/flip_latency" $static_reach | tee "$out/table.md"
 echo "== done in $(( ($(date +%s) - started + 30) / 60 )) minutes"
