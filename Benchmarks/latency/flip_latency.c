@@ -16,8 +16,9 @@
 // `-l` adds that many links (veth pairs, up, one address per pair) to the namespace first: the scale
 // of a container host, where every listener that walks all links pays for it on each flip.
 // Each COMMAND runs inside the namespace (`ip netns exec`), may print READY, then prints a
-// line per event. A listener is given `-s` seconds (default 3) to print READY or to subscribe:
-// more for one run under valgrind. Output: one JSON line per listener, like latency.py's.
+// line per event. A listener is ready at its first line (READY, or whatever it prints once it
+// is subscribed); one that prints nothing is given `-s` seconds (default 3) to subscribe: more
+// for one run under valgrind. Its flips start half a second after it is ready. Output: one JSON line per listener, like latency.py's.
 // Needs root (it creates and deletes its own namespace; the root namespace is not touched).
 #define _GNU_SOURCE
 #include <errno.h>
@@ -178,11 +179,15 @@ static void measure(struct listener *listener, int socket_fd, int ifindex, int f
                     int ready_s, uint32_t *sequence) {
     int output;
     pid_t pid = start_listener(listener->command, &output);
-    // A listener that prints no READY line is given 3 s to subscribe (by default), as in latency.py.
+    // A listener is ready at its READY line, or at its first line if it prints no READY (`reach
+    // watch` prints its first answer and `reach events` the snapshot once subscribed); one that
+    // prints nothing is given 3 s to subscribe (by default), as in latency.py.
     int ready = 0;
     long ignored = 0;
     int64_t give_up = now_ns() + (int64_t)ready_s * 1000000000LL;
-    while (!ready && now_ns() < give_up) read_until(output, now_ns() + 10000000, &ignored, &ready);
+    while (!ready && now_ns() < give_up) {
+        if (read_until(output, now_ns() + 10000000, &ignored, &ready)) ready = 1;
+    }
     read_until(output, now_ns() + 500000000, &ignored, NULL);
     for (int i = 0; i < flips; i++) {
         int64_t t0 = now_ns();
