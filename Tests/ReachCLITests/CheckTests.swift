@@ -121,6 +121,24 @@ struct CheckTests {
         #expect(answer.output.contains("\"status\":\"reachableViaOther\""), "\(answer.output)")
     }
 
+    @Test func aMultipathDefaultRouteIsUsableThroughItsLiveHop() throws {
+        let ns = try TestNamespace("checkmp")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link add wa type veth peer name wb",
+                      "link set va up", "link set vb up", "link set wa up", "link set wb up",
+                      "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
+                      "route add default nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev wa",
+                      "link set va down"])
+        // The kernel keeps the route, its first hop dead: the internet goes through wa.
+        let answer = try reach("check", "--json", "--netns", ns.name)
+        #expect(answer.status == 0, "\(answer.output)")
+        #expect(answer.output.contains("\"name\":\"wa\""), "\(answer.output)")
+        #expect(answer.output.contains("\"gateway\":\"10.2.0.2\""), "\(answer.output)")
+        try ns.ip("link", "set", "wa", "down")
+        let none = try reach("check", "--json", "--netns", ns.name)
+        #expect(none.status == 1, "\(none.output)")
+    }
+
     @Test func hostNamesResolveFromTheNamespacesHostsFile() throws {
         let (ns, peer) = try topology("checkhost")
         defer { ns.delete(); peer.delete() }

@@ -92,6 +92,56 @@ struct PathTests {
         #expect(seen == [.startMonitoring, .connectedToWifi, .gotOffline, .stopMonitoring])
     }
 
+    @Test func eachLiveNexthopOfAMultipathDefaultRouteIsAPath() {
+        var multipath = defaultRoute(dev: 2, via: "10.2.0.1", metric: 100)
+        multipath.nexthops.append(Nexthop(gateway: IPAddress("10.3.0.1")!, linkIndex: 3))
+        let state = NetworkState(links: [link(2, "eth0"), link(3, "wlan0")], addresses: [], defaultRoutes: [multipath])
+        let both = NetworkPath.evaluate(state, classifications: types)
+        #expect(both.availableInterfaces.map(\.name) == ["eth0", "wlan0"])
+        #expect(both.gateways == [IPAddress("10.2.0.1")!, IPAddress("10.3.0.1")!])
+        // The first hop's link goes down: the kernel marks that hop dead and sends through the other.
+        var down = state
+        down.links[2] = link(2, "eth0", flags: [])
+        down.defaultRoutes = [:]
+        var degraded = multipath
+        degraded.nexthops[0].flags = [.dead, .linkDown]
+        down.defaultRoutes[degraded.key] = degraded
+        let one = NetworkPath.evaluate(down, classifications: types)
+        #expect(one.status == .satisfied)
+        #expect(one.availableInterfaces.map(\.name) == ["wlan0"])
+        #expect(one.gateways == [IPAddress("10.3.0.1")!])
+        let internet = ReachabilityEvaluator.evaluateInternet(down, classifications: types)
+        #expect(internet.status == .reachableViaWiFi)
+        #expect(internet.gateway == IPAddress("10.3.0.1")!)
+        #expect(internet.route == degraded)
+    }
+
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func aMultipathDefaultRouteKeepsThePathThroughItsLiveHop() async throws {
+        let ns = try TestNamespace("pathmp")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link add wa type veth peer name wb",
+                      "link set va up", "link set vb up", "link set wa up", "link set wb up",
+                      "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
+                      "route add default nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev wa"])
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        let paths = Locked<[NetworkPath]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        defer { monitor.cancel() }
+        #expect(monitor.start(queue: DispatchQueue(label: "test.pathmp")))
+        #expect(eventually { paths.withLock { $0.last?.availableInterfaces.map(\.name) } == ["va", "wa"] },
+                "\(paths.withLock { $0 })")
+        // Down, the first hop's link is dead to the kernel, which keeps the route and sends through
+        // the other hop without a message; the subscription re-reads the route.
+        try ns.ip("link", "set", "va", "down")
+        #expect(eventually { paths.withLock { $0.last?.availableInterfaces.map(\.name) } == ["wa"] },
+                "\(paths.withLock { $0 })")
+        #expect(paths.withLock { $0.allSatisfy { $0.status == .satisfied } }, "\(paths.withLock { $0 })")
+        try ns.ip("link", "set", "va", "up")
+        #expect(eventually { paths.withLock { $0.last?.availableInterfaces.map(\.name) } == ["va", "wa"] },
+                "\(paths.withLock { $0 })")
+    }
+
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func theMonitorDeliversTheFirstPathThenChangesAndStopsWhenCancelled() async throws {
         let ns = try TestNamespace("path")

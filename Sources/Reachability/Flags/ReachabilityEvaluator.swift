@@ -32,7 +32,8 @@ public enum ReachabilityEvaluator {
         }
     }
 
-    /// Evaluates a route the kernel chose (or a default route) through its first nexthop.
+    /// Evaluates a route the kernel chose through its first next hop (a lookup's answer has one;
+    /// for each hop of a default route, see ``evaluateNexthops(of:links:classifications:)``).
     public static func evaluate(route: Route, address: IPAddress? = nil, links: [Int32: Link],
                                 classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         var answer = ReachabilityAnswer(flags: [], gateway: route.gateway, address: address, route: route)
@@ -65,14 +66,37 @@ public enum ReachabilityEvaluator {
         return answer
     }
 
+    /// Evaluates each next hop of a default route that the kernel may send through: one answer
+    /// for an ordinary route; for a multipath route, one per next hop that is not dead (the
+    /// kernel marks a hop dead when its link goes down and sends through the others), in the
+    /// route's order, each with that hop's link and gateway and the whole route. A multipath
+    /// route whose hops are all dead gets the first hop's answer.
+    public static func evaluateNexthops(of route: Route, links: [Int32: Link],
+                                        classifications: [Int32: LinkClassification]) -> [ReachabilityAnswer] {
+        guard route.nexthops.count > 1 else {
+            return [evaluate(route: route, links: links, classifications: classifications)]
+        }
+        let live = route.nexthops.filter { !$0.flags.contains(.dead) }
+        return (live.isEmpty ? [route.nexthops[0]] : live).map { hop in
+            var single = route
+            single.nexthops = [hop]
+            single.flags = route.flags.union(hop.flags)
+            var answer = evaluate(route: single, links: links, classifications: classifications)
+            answer.route = route
+            return answer
+        }
+    }
+
     /// Evaluates "the internet": the best default route of the main table, IPv4 or IPv6,
-    /// through a usable link (lowest metric first; IPv4 before IPv6 on a tie).
+    /// through a usable link (lowest metric first; IPv4 before IPv6 on a tie). A multipath
+    /// default route is usable while one of its next hops is (see
+    /// ``evaluateNexthops(of:links:classifications:)``).
     public static func evaluateInternet(_ state: NetworkState,
                                         classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         let candidates = state.defaultRoutes.values
             .filter { $0.table == .main && $0.type == .unicast }
             .sorted { ($0.metric, $0.family.rawValue, $0.outputLinkIndex ?? 0) < ($1.metric, $1.family.rawValue, $1.outputLinkIndex ?? 0) }
-        let answers = candidates.map { evaluate(route: $0, links: state.links, classifications: classifications) }
+        let answers = candidates.flatMap { evaluateNexthops(of: $0, links: state.links, classifications: classifications) }
         return best(of: answers) ?? .notReachable(.noDefaultRoute)
     }
 

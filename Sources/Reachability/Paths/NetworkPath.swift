@@ -121,13 +121,15 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
         var waiting = false
         var denied: Set<InterfaceType> = []
         for route in routes {
-            let answer = ReachabilityEvaluator.evaluate(route: route, links: state.links, classifications: classifications)
-            guard let interface = answer.interface else { continue }
-            let allowed = (required.map { $0 == interface.type } ?? true) && !prohibited.contains(interface.type)
-            if answer.isReachable {
-                if allowed { usable.append((route, answer)) } else { denied.insert(interface.type) }
-            } else if answer.flags.contains(.connectionRequired), allowed {
-                waiting = true
+            // Each next hop of a multipath route the kernel may send through is a path of its own.
+            for answer in ReachabilityEvaluator.evaluateNexthops(of: route, links: state.links, classifications: classifications) {
+                guard let interface = answer.interface else { continue }
+                let allowed = (required.map { $0 == interface.type } ?? true) && !prohibited.contains(interface.type)
+                if answer.isReachable {
+                    if allowed { usable.append((route, answer)) } else { denied.insert(interface.type) }
+                } else if answer.flags.contains(.connectionRequired), allowed {
+                    waiting = true
+                }
             }
         }
         var interfaces: [NetworkInterface] = []
@@ -141,7 +143,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
             reason = denied == [.cellular] ? .cellularDenied : denied == [.wifi] ? .wifiDenied : .interfaceTypeDenied
         }
         var gateways: [IPAddress] = []
-        for (route, _) in usable { if let gateway = route.gateway, !gateways.contains(gateway) { gateways.append(gateway) } }
+        for (_, answer) in usable { if let gateway = answer.gateway, !gateways.contains(gateway) { gateways.append(gateway) } }
         return NetworkPath(status: status, unsatisfiedReason: reason, availableInterfaces: interfaces, gateways: gateways,
                            supportsIPv4: usable.contains { $0.0.family == .ipv4 },
                            supportsIPv6: usable.contains { $0.0.family == .ipv6 },
