@@ -428,6 +428,13 @@ final class SubscriptionEngine: @unchecked Sendable {
             batch.append(.address(.removed(address)))
         }
         for (key, route) in state.defaultRoutes where route.uses(linkIndex: index) {
+            // IPv4 drops a multipath route with a hop on a deleted link whole; IPv6 drops only
+            // that hop (`fib6_ifdown`), the route keeps the others, and with
+            // `net.ipv6.route.skip_notify_on_dev_down` nobody is told: its table is re-read.
+            if route.family == .ipv6, route.nexthops.contains(where: { $0.linkIndex != index }) {
+                tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+                continue
+            }
             state.defaultRoutes[key] = nil
             batch.append(.route(.removed(route)))
         }
@@ -576,12 +583,22 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Dumps the default routes that `filter` selects and makes the kept ones that it selects
     /// equal to them, reporting the differences.
     private func reread(_ filter: RouteFilter) throws(NetlinkError) {
-        let current: [Route.Key: Route]
+        var filter = filter
+        var current: [Route.Key: Route]
         do {
             current = try dumpDefaultRoutes(filter: filter)
-        } catch where filter.outputLinkIndex != nil && error.systemErrno == ENODEV
-                    || filter.table != nil && error.systemErrno == ENOENT {
-            current = [:]  // the link or the table went away meanwhile: none of its routes remain
+        } catch where filter.outputLinkIndex != nil && error.systemErrno == ENODEV {
+            // The link went away meanwhile (only an IPv6 dump names it: the kernel filters
+            // those). Its single-path routes went with it, but an IPv6 multipath route loses only
+            // the link's hop (`fib6_ifdown`), so the table is read without the link.
+            filter.outputLinkIndex = nil
+            do {
+                current = try dumpDefaultRoutes(filter: filter)
+            } catch where filter.table != nil && error.systemErrno == ENOENT {
+                current = [:]
+            }
+        } catch where filter.table != nil && error.systemErrno == ENOENT {
+            current = [:]  // the table went away meanwhile: none of its routes remain
         }
         let previous = state.defaultRoutes.filter { filter.matches($0.value) }
         batch += replace(previous, with: current, in: &state.defaultRoutes).map { .route(RouteChange($0)) }

@@ -181,6 +181,35 @@ struct SubscriptionTests {
         }
     }
 
+    @Test func anIPv6MultipathRouteKeepsItsOtherHopsWhenALinkIsDeleted() async throws {
+        // With and without the deleted hop's RTM_DELROUTE (`skip_notify_on_dev_down`).
+        for skipNotify in [false, true] {
+            try await withTestNamespace("mp6") { ns in
+                try ns.batch([
+                    "link add va type veth peer name vb", "link add wa type veth peer name wb",
+                    "link set va up", "link set vb up", "link set wa up", "link set wb up",
+                    "address add 2001:db8:1::1/64 dev va nodad", "address add 2001:db8:2::1/64 dev wa nodad",
+                    "route add default nexthop via 2001:db8:1::2 dev va nexthop via 2001:db8:2::2 dev wa",
+                ])
+                if skipNotify { _ = try ns.exec(["sysctl", "-q", "-w", "net.ipv6.route.skip_notify_on_dev_down=1"]) }
+                let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+                let recorder = EventRecorder(subscription)
+                let before = subscription.state.defaultRoutes.values.filter { $0.family == .ipv6 }
+                #expect(before.map(\.nexthops.count) == [2], "\(before)")
+                try ns.ip("link", "del", "wa")
+                let kernel = try NetlinkConnection(namespace: .named(ns.name))
+                let after = try kernel.defaultRoutes().filter { $0.family == .ipv6 }
+                #expect(after.map(\.nexthops.count) == [1], "the kernel keeps the route through va: \(after)")
+                #expect(eventually { Set(subscription.state.defaultRoutes.values.filter { $0.family == .ipv6 }) == Set(after) },
+                        "skip_notify_on_dev_down=\(skipNotify): \(subscription.state.defaultRoutes)")
+                // Never reported gone: its first hop, and so its key, stayed.
+                #expect(recorder.waitFor { if case .changed(_, let r)? = $0.routeChange { return r.family == .ipv6 && r.nexthops.count == 1 } else { return false } })
+                #expect(!recorder.all.contains { if case .removed(let r)? = $0.routeChange { return r.isDefault } else { return false } },
+                        "\(recorder.all)")
+            }
+        }
+    }
+
     @Test func removingAPreferredSourceAddressFlushesRoutesOnOtherLinks() async throws {
         try await withTestNamespace("prefsrc") { ns in
             try ns.batch([
