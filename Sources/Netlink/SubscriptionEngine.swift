@@ -600,8 +600,23 @@ final class SubscriptionEngine: @unchecked Sendable {
         } catch where filter.table != nil && error.systemErrno == ENOENT {
             current = [:]  // the table went away meanwhile: none of its routes remain
         }
+        // The kernel tells of a link going down before it flushes that link's IPv4 routes, and
+        // the dump does not wait for the flush (Linux 6.10+ dumps IPv4 routes without RTNL): a
+        // route the flush is about to take is not kept.
+        current = current.filter { !Self.isFlushedWithItsLinks($0.value, links: state.links) }
         let previous = state.defaultRoutes.filter { filter.matches($0.value) }
         batch += replace(previous, with: current, in: &state.defaultRoutes).map { .route(RouteChange($0)) }
+    }
+
+    /// Whether the kernel removes `route` because its links are down: an IPv4 route whose every
+    /// next hop goes out through a link that is not up. The kernel flushes those when a link
+    /// goes down (`fib_disable_ip`) and refuses to add one (`ENETDOWN`), so none exists for
+    /// long. A route without next hops of its own (a blackhole, or one that names a next-hop
+    /// object) or through a link the state does not know is not judged.
+    static func isFlushedWithItsLinks(_ route: Route, links: [Int32: Link]) -> Bool {
+        route.family == .ipv4 && !route.nexthops.isEmpty && route.nexthops.allSatisfy { hop in
+            hop.linkIndex.flatMap { links[$0] }.map { !$0.isUp } ?? false
+        }
     }
 
     private func dumpDefaultRoutes(filter: RouteFilter) throws(NetlinkError) -> [Route.Key: Route] {
