@@ -529,7 +529,10 @@ final class SubscriptionEngine: @unchecked Sendable {
             return
         }
         if let change = upsert(route, at: key, in: &state.defaultRoutes) { batch.append(.route(RouteChange(change))) }
-        if flags & NLM_F_APPEND != 0 || (route.family == .ipv6 && samePrefix.keys.contains { $0 != key }) {
+        // A replacement where several routes share the prefix replaced the kernel's first of
+        // them, which need not be the one with this message's next hop.
+        if flags & NLM_F_APPEND != 0 || (flags & NLM_F_REPLACE != 0 && samePrefix.count > 1)
+            || (route.family == .ipv6 && samePrefix.keys.contains { $0 != key }) {
             // An IPv6 append joins a multipath route; the kernel's dump says how.
             tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
         }

@@ -181,6 +181,27 @@ struct SubscriptionTests {
         }
     }
 
+    @Test func anIPv4ReplacementAmongRoutesOfOnePrefixIsReadBack() async throws {
+        try await withTestNamespace("replace4") { ns in
+            try ns.batch([
+                "link add va type veth peer name vb", "link add wa type veth peer name wb",
+                "link set va up", "link set vb up", "link set wa up", "link set wb up",
+                "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
+                "route add default via 10.1.0.2 dev va", "route append default via 10.2.0.2 dev wa",
+            ])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            #expect(subscription.state.defaultRoutes.count == 2)
+            // The kernel replaces the first route of the prefix (via va), though the message
+            // names the gateway of the second: afterwards both go through wa.
+            try ns.ip("route", "replace", "default", "via", "10.2.0.2", "dev", "wa", "proto", "static")
+            let kernel = try NetlinkConnection(namespace: .named(ns.name))
+            let gateways = Set(try kernel.defaultRoutes().compactMap(\.gateway))
+            #expect(gateways == [IPAddress("10.2.0.2")!])
+            #expect(eventually { Set(subscription.state.defaultRoutes.values.compactMap(\.gateway)) == gateways },
+                    "\(subscription.state.defaultRoutes)")
+        }
+    }
+
     @Test func anIPv6MultipathRouteKeepsItsOtherHopsWhenALinkIsDeleted() async throws {
         // With and without the deleted hop's RTM_DELROUTE (`skip_notify_on_dev_down`).
         for skipNotify in [false, true] {
