@@ -227,6 +227,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_ROUTE.rawValue)), "join IPv6 route group")
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_RULE.rawValue)), "join IPv4 rule group")
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_RULE.rawValue)), "join IPv6 rule group")
+        // Next-hop objects (Linux 5.3+; an older kernel has no such group and no such routes).
+        _ = nl_socket_add_membership(socket, Int32(RTNLGRP_NEXTHOP.rawValue))
         requests = try RequestSocket(namespace: namespace)
         // The manager joins each cache's groups before it dumps the cache, so nothing that
         // changes during the dump is missed: it waits in the socket and is applied afterwards.
@@ -351,7 +353,18 @@ final class SubscriptionEngine: @unchecked Sendable {
         case RTM_NEWLINK, RTM_DELLINK: linkMessage(header)
         case RTM_NEWROUTE, RTM_DELROUTE: routeMessage(header)
         case RTM_NEWRULE, RTM_DELRULE: ruleMessage(header)
+        case RTM_NEWNEXTHOP, RTM_DELNEXTHOP: nexthopMessage()
         default: break
+        }
+    }
+
+    /// A next-hop object changed or went away (`ip nexthop`). The kernel flushes the routes
+    /// that used a deleted one without a message, and re-points those of a replaced one with
+    /// messages only in `nexthop_compat_mode`: the tables of the kept default routes are re-read.
+    /// Next-hop objects change rarely, and which routes name one is not kept.
+    private func nexthopMessage() {
+        for route in state.defaultRoutes.values {
+            tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
         }
     }
 

@@ -181,6 +181,29 @@ struct SubscriptionTests {
         }
     }
 
+    @Test func routesThroughANextHopObjectFollowIt() async throws {
+        try await withTestNamespace("nhobj") { ns in
+            try ns.batch([
+                "link add va type veth peer name vb", "link add wa type veth peer name wb",
+                "link set va up", "link set vb up", "link set wa up", "link set wb up",
+                "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
+                "nexthop add id 1 via 10.1.0.2 dev va", "route add default nhid 1",
+            ])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let kernel = try NetlinkConnection(namespace: .named(ns.name))
+            #expect(subscription.state.defaultRoutes.values.map(\.gateway) == [IPAddress("10.1.0.2")!])
+            // Replaced, the object moves its routes to another link.
+            try ns.ip("nexthop", "replace", "id", "1", "via", "10.2.0.2", "dev", "wa")
+            #expect(try kernel.defaultRoutes().map(\.gateway) == [IPAddress("10.2.0.2")!])
+            #expect(eventually { Set(subscription.state.defaultRoutes.values) == Set((try? kernel.defaultRoutes()) ?? []) },
+                    "\(subscription.state.defaultRoutes)")
+            // Deleted, it takes its routes with it, and the kernel tells of no route.
+            try ns.ip("nexthop", "del", "id", "1")
+            #expect(try kernel.defaultRoutes().isEmpty)
+            #expect(eventually { subscription.state.defaultRoutes.isEmpty }, "\(subscription.state.defaultRoutes)")
+        }
+    }
+
     @Test func anIPv4ReplacementAmongRoutesOfOnePrefixIsReadBack() async throws {
         try await withTestNamespace("replace4") { ns in
             try ns.batch([
