@@ -139,6 +139,21 @@ struct CheckTests {
         #expect(none.status == 1, "\(none.output)")
     }
 
+    @Test func anUnreachableDefaultRouteWithALowerMetricBlocksTheInternet() throws {
+        let ns = try TestNamespace("checkkill")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2 metric 100",
+                      "route add unreachable default metric 1"])
+        // The kernel answers every address outside 10.1.0.0/24 with the unreachable route.
+        #expect(try ns.exec(["ip", "route", "get", "192.0.2.1"], check: false).status != 0)
+        let blocked = try reach("check", "--json", "--netns", ns.name)
+        #expect(blocked.status == 1, "\(blocked.output)")
+        try ns.ip("route", "del", "unreachable", "default", "metric", "1")
+        let open = try reach("check", "--json", "--netns", ns.name)
+        #expect(open.status == 0, "\(open.output)")
+    }
+
     @Test func hostNamesResolveFromTheNamespacesHostsFile() throws {
         let (ns, peer) = try topology("checkhost")
         defer { ns.delete(); peer.delete() }

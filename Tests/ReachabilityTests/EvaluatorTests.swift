@@ -88,6 +88,40 @@ struct EvaluatorTests {
         #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).reason == .noDefaultRoute)
     }
 
+    @Test func aRefusingDefaultRouteStopsTheRoutesAfterItInItsFamily() {
+        let links: [Int32: Link] = [2: link(2, "eth0")]
+        let types: [Int32: LinkClassification] = [2: classification(.wiredEthernet, kind: .ethernet)]
+        var killSwitch = route(.unreachable, metric: 1)
+        killSwitch.nexthops = []
+        let wired = route(via: gateway, dev: 2, metric: 100)
+        var state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [killSwitch, wired])
+        let blocked = ReachabilityEvaluator.evaluateInternet(state, classifications: types)
+        #expect(blocked.status == .notReachable)
+        #expect(blocked.reason == .unusableRouteType(.unreachable))
+        #expect(NetworkPath.evaluate(state, classifications: types).status == .unsatisfied)
+        // Behind a route with a lower metric, it stops nothing; nor does it stop the other family.
+        var behind = killSwitch
+        behind.metric = 200
+        state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [behind, wired])
+        #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).status == .reachableViaWired)
+        let v6 = route(via: IPAddress("fe80::1")!, dev: 2, metric: 300, family: .ipv6, destination: "::/0")
+        state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [killSwitch, wired, v6])
+        let viaIPv6 = ReachabilityEvaluator.evaluateInternet(state, classifications: types)
+        #expect(viaIPv6.status == .reachableViaWired)
+        #expect(viaIPv6.route?.family == .ipv6)
+        #expect(NetworkPath.evaluate(state, classifications: types).supportsIPv6)
+        #expect(!NetworkPath.evaluate(state, classifications: types).supportsIPv4)
+    }
+
+    @Test func aDefaultRouteForOneTypeOfServiceIsNotTheInternet() {
+        let links: [Int32: Link] = [2: link(2, "eth0")]
+        let types: [Int32: LinkClassification] = [2: classification(.wiredEthernet, kind: .ethernet)]
+        var lowDelay = route(via: gateway, dev: 2, metric: 100)
+        lowDelay.tos = 0x10
+        let state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [lowDelay])
+        #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).reason == .noDefaultRoute)
+    }
+
     @Test func targetsParseAndRejectBadInput() throws {
         #expect(try ReachabilityTarget(parsing: "192.0.2.1") == .address(IPAddress("192.0.2.1")!))
         #expect(try ReachabilityTarget(parsing: "[2001:db8::1]") == .address(IPAddress("2001:db8::1")!))

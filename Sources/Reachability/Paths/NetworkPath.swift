@@ -114,9 +114,8 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     public static func evaluate(_ state: NetworkState, classifications: [Int32: LinkClassification],
                                 required: InterfaceType? = nil, prohibited: Set<InterfaceType> = [],
                                 nameServerReachable: Bool = false) -> NetworkPath {
-        let routes = state.defaultRoutes.values
-            .filter { $0.table == .main && $0.type == .unicast }
-            .sorted { ($0.metric, $0.family.rawValue) < ($1.metric, $1.family.rawValue) }
+        // A refusing route among them has no link and gives no path.
+        let routes = ReachabilityEvaluator.internetRoutes(state)
         var usable: [(Route, ReachabilityAnswer)] = []
         var waiting = false
         var denied: Set<InterfaceType> = []
