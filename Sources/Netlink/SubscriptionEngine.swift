@@ -364,7 +364,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Next-hop objects change rarely, and which routes name one is not kept.
     private func nexthopMessage() {
         for route in state.defaultRoutes.values {
-            tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+            reconcileTable(of: route)
         }
     }
 
@@ -445,7 +445,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             // that hop (`fib6_ifdown`), the route keeps the others, and with
             // `net.ipv6.route.skip_notify_on_dev_down` nobody is told: its table is re-read.
             if route.family == .ipv6, route.nexthops.contains(where: { $0.linkIndex != index }) {
-                tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+                reconcileTable(of: route)
                 continue
             }
             state.defaultRoutes[key] = nil
@@ -527,7 +527,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 state.defaultRoutes[key] = nil
                 batch.append(.route(.removed(old)))
             } else if !samePrefix.isEmpty {
-                tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+                reconcileTable(of: route)
             }
             return
         }
@@ -537,7 +537,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 state.defaultRoutes[key] = route
                 batch.append(.route(.changed(old: old, new: route)))
             } else {
-                tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+                reconcileTable(of: route)
             }
             return
         }
@@ -547,7 +547,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         if flags & NLM_F_APPEND != 0 || (flags & NLM_F_REPLACE != 0 && samePrefix.count > 1)
             || (route.family == .ipv6 && samePrefix.keys.contains { $0 != key }) {
             // An IPv6 append joins a multipath route; the kernel's dump says how.
-            tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
+            reconcileTable(of: route)
         }
     }
 
@@ -557,6 +557,11 @@ final class SubscriptionEngine: @unchecked Sendable {
     private struct TableKey: Hashable {
         var family: AddressFamily
         var table: RouteTable
+    }
+
+    /// Marks the table of `route`, in its family, for a re-read of its default routes.
+    private func reconcileTable(of route: Route) {
+        tablesToReconcile.insert(TableKey(family: route.family, table: route.table))
     }
 
     /// Re-reads the default routes that a change may have touched without a notification:
@@ -602,19 +607,13 @@ final class SubscriptionEngine: @unchecked Sendable {
         var filter = filter
         var current: [Route.Key: Route]
         do {
-            current = try dumpDefaultRoutes(filter: filter)
+            current = try dumpDefaultRoutesOfLiveTable(filter: filter)
         } catch where filter.outputLinkIndex != nil && error.systemErrno == ENODEV {
             // The link went away meanwhile (only an IPv6 dump names it: the kernel filters
             // those). Its single-path routes went with it, but an IPv6 multipath route loses only
             // the link's hop (`fib6_ifdown`), so the table is read without the link.
             filter.outputLinkIndex = nil
-            do {
-                current = try dumpDefaultRoutes(filter: filter)
-            } catch where filter.table != nil && error.systemErrno == ENOENT {
-                current = [:]
-            }
-        } catch where filter.table != nil && error.systemErrno == ENOENT {
-            current = [:]  // the table went away meanwhile: none of its routes remain
+            current = try dumpDefaultRoutesOfLiveTable(filter: filter)
         }
         // The kernel tells of a link going down before it flushes that link's IPv4 routes, and
         // the dump does not wait for the flush (Linux 6.10+ dumps IPv4 routes without RTNL): a
@@ -632,6 +631,15 @@ final class SubscriptionEngine: @unchecked Sendable {
     static func isFlushedWithItsLinks(_ route: Route, links: [Int32: Link]) -> Bool {
         route.family == .ipv4 && !route.nexthops.isEmpty && route.nexthops.allSatisfy { hop in
             hop.linkIndex.flatMap { links[$0] }.map { !$0.isUp } ?? false
+        }
+    }
+
+    /// `dumpDefaultRoutes`, where a table that went away meanwhile has no routes left.
+    private func dumpDefaultRoutesOfLiveTable(filter: RouteFilter) throws(NetlinkError) -> [Route.Key: Route] {
+        do {
+            return try dumpDefaultRoutes(filter: filter)
+        } catch where filter.table != nil && error.systemErrno == ENOENT {
+            return [:]
         }
     }
 

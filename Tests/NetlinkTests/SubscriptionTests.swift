@@ -183,10 +183,7 @@ struct SubscriptionTests {
 
     @Test func routesThroughANextHopObjectFollowIt() async throws {
         try await withTestNamespace("nhobj") { ns in
-            try ns.batch([
-                "link add va type veth peer name vb", "link add wa type veth peer name wb",
-                "link set va up", "link set vb up", "link set wa up", "link set wb up",
-                "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
+            try ns.batch(TestNamespace.twoUplinks + [
                 "nexthop add id 1 via 10.1.0.2 dev va", "route add default nhid 1",
             ])
             let subscription = try NetlinkSubscription(namespace: .named(ns.name))
@@ -206,10 +203,7 @@ struct SubscriptionTests {
 
     @Test func anIPv4ReplacementAmongRoutesOfOnePrefixIsReadBack() async throws {
         try await withTestNamespace("replace4") { ns in
-            try ns.batch([
-                "link add va type veth peer name vb", "link add wa type veth peer name wb",
-                "link set va up", "link set vb up", "link set wa up", "link set wb up",
-                "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
+            try ns.batch(TestNamespace.twoUplinks + [
                 "route add default via 10.1.0.2 dev va", "route append default via 10.2.0.2 dev wa",
             ])
             let subscription = try NetlinkSubscription(namespace: .named(ns.name))
@@ -229,9 +223,7 @@ struct SubscriptionTests {
         // With and without the deleted hop's RTM_DELROUTE (`skip_notify_on_dev_down`).
         for skipNotify in [false, true] {
             try await withTestNamespace("mp6") { ns in
-                try ns.batch([
-                    "link add va type veth peer name vb", "link add wa type veth peer name wb",
-                    "link set va up", "link set vb up", "link set wa up", "link set wb up",
+                try ns.batch(TestNamespace.twoUplinkLinks + [
                     "address add 2001:db8:1::1/64 dev va nodad", "address add 2001:db8:2::1/64 dev wa nodad",
                     "route add default nexthop via 2001:db8:1::2 dev va nexthop via 2001:db8:2::2 dev wa",
                 ])

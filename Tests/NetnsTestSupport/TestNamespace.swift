@@ -24,6 +24,15 @@ public final class TestNamespace: Sendable {
 
     deinit { delete() }
 
+    /// `ip -batch` lines for two links with a carrier, for tests of two uplinks: the veth pairs
+    /// va–vb and wa–wb, all up.
+    public static let twoUplinkLinks = ["link add va type veth peer name vb", "link add wa type veth peer name wb",
+                                        "link set va up", "link set vb up", "link set wa up", "link set wb up"]
+
+    /// ``twoUplinkLinks`` with IPv4 addresses: va at 10.1.0.1/24 and wa at 10.2.0.1/24, so that
+    /// 10.1.0.2 and 10.2.0.2 are on-link gateways.
+    public static let twoUplinks = twoUplinkLinks + ["address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa"]
+
     /// The namespace file.
     public var path: String { "/run/netns/\(name)" }
 

@@ -124,11 +124,9 @@ struct CheckTests {
     @Test func aMultipathDefaultRouteIsUsableThroughItsLiveHop() throws {
         let ns = try TestNamespace("checkmp")
         defer { ns.delete() }
-        try ns.batch(["link add va type veth peer name vb", "link add wa type veth peer name wb",
-                      "link set va up", "link set vb up", "link set wa up", "link set wb up",
-                      "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
-                      "route add default nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev wa",
-                      "link set va down"])
+        try ns.batch(TestNamespace.twoUplinks + [
+            "route add default nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev wa", "link set va down",
+        ])
         // The kernel keeps the route, its first hop dead: the internet goes through wa.
         let answer = try reach("check", "--json", "--netns", ns.name)
         #expect(answer.status == 0, "\(answer.output)")

@@ -120,10 +120,7 @@ struct PathTests {
     func aMultipathDefaultRouteKeepsThePathThroughItsLiveHop() async throws {
         let ns = try TestNamespace("pathmp")
         defer { ns.delete() }
-        try ns.batch(["link add va type veth peer name vb", "link add wa type veth peer name wb",
-                      "link set va up", "link set vb up", "link set wa up", "link set wb up",
-                      "address add 10.1.0.1/24 dev va", "address add 10.2.0.1/24 dev wa",
-                      "route add default nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev wa"])
+        try ns.batch(TestNamespace.twoUplinks + ["route add default nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev wa"])
         let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
         let paths = Locked<[NetworkPath]>([])
         monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }

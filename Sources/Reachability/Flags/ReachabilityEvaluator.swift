@@ -106,20 +106,19 @@ public enum ReachabilityEvaluator {
     /// unreachable whatever routes follow it.
     public static func internetRoutes(_ state: NetworkState) -> [Route] {
         let refusing: Set<RouteType> = [.unreachable, .prohibit, .blackhole, .throw]
+        var blocked: Set<AddressFamily> = []
         var routes: [Route] = []
-        for family in [AddressFamily.ipv4, .ipv6] {
-            let ordered = state.defaultRoutes.values
-                .filter { $0.family == family && $0.table == .main && $0.tos == 0 }
-                .sorted { ($0.metric, $0.outputLinkIndex ?? 0) < ($1.metric, $1.outputLinkIndex ?? 0) }
-            for route in ordered {
-                if route.type == .unicast { routes.append(route) }
-                if refusing.contains(route.type) {
-                    routes.append(route)
-                    break
-                }
+        let ordered = state.defaultRoutes.values
+            .filter { $0.table == .main && $0.tos == 0 }
+            .sorted { ($0.metric, $0.family.rawValue, $0.outputLinkIndex ?? 0) < ($1.metric, $1.family.rawValue, $1.outputLinkIndex ?? 0) }
+        for route in ordered where !blocked.contains(route.family) {
+            if route.type == .unicast { routes.append(route) }
+            if refusing.contains(route.type) {
+                routes.append(route)
+                blocked.insert(route.family)
             }
         }
-        return routes.sorted { ($0.metric, $0.family.rawValue, $0.outputLinkIndex ?? 0) < ($1.metric, $1.family.rawValue, $1.outputLinkIndex ?? 0) }
+        return routes
     }
 
     /// The best of several answers (the addresses of one host, the default routes): the first
