@@ -212,7 +212,7 @@ final class RawRouteSocket {
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return true }
             switch classify(header, family: family, stopTable: stopTable) {
             case .defaultRoute:
-                if let route = Route(message: header), filter.matches(route) { body(route) }
+                if let route = Route(message: header), filter.admits(route) { body(route) }
                 return true
             case .other:
                 return true
@@ -415,6 +415,34 @@ final class RawRouteSocket {
             if let payload = netlinkPayload(of: header, atLeast: 0) { body(payload) }
             return true
         }
+    }
+
+    // MARK: Next-hop objects
+
+    /// Calls `body` with each next-hop object of the namespace (`RTM_GETNEXTHOP`). A kernel
+    /// without them (before Linux 5.3) has none to give.
+    ///
+    /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump (the caller
+    ///   starts again), or the kernel's error.
+    func forEachNexthopObject(_ body: (NexthopObject) -> Void) throws(NetlinkError) {
+        let fd = try socketDescriptor()
+        sequence &+= 1
+        let seq = sequence
+        request.reset()
+        request.begin(type: UInt16(RTM_GETNEXTHOP), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
+        request.append(nhmsg())
+        request.end()
+        try send(request.bytes, on: fd, context: "send next-hop dump")
+        let outcome: (interrupted: Bool, ended: Bool)
+        do {
+            outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: "next-hop dump") { (header) throws(NetlinkError) -> Bool in
+                if Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWNEXTHOP), let object = NexthopObject(message: header) { body(object) }
+                return true
+            }
+        } catch where error.systemErrno == EOPNOTSUPP {
+            return
+        }
+        if outcome.interrupted { throw .dumpInterrupted }
     }
 
     /// How a dump's datagrams are read (see `readDump`).

@@ -83,21 +83,54 @@ final class RequestSocket {
     ///
     /// Default-route dumps (``RouteFilter/defaultOnly``) go through ``RawRouteSocket``, which
     /// parses only default routes and stops an IPv4 dump once the main table's defaults are past.
-    func forEachRoute(_ filter: RouteFilter, restart: () -> Void = {}, _ body: (Route) -> Void) throws(NetlinkError) {
+    ///
+    /// Routes that name a next-hop object without carrying its next hops (outside the kernel's
+    /// `nexthop_compat_mode`) are given them from `nexthopObjects`, or, when it is nil, from a
+    /// dump of the objects made once the first such route is seen; they follow the family's
+    /// other routes, because the objects can be asked for only once the route dump has ended.
+    func forEachRoute(_ filter: RouteFilter, nexthopObjects: [UInt32: NexthopObject]? = nil,
+                      restart: () -> Void = {}, _ body: (Route) -> Void) throws(NetlinkError) {
+        var objects = nexthopObjects
         for family in filter.family.map({ [$0] }) ?? AddressFamily.allCases {
             var attempts = 0
+            var lacking: [Route] = []
+            func sort(_ route: Route) {
+                if route.lacksObjectNexthops { lacking.append(route) } else { body(route) }
+            }
             while true {
                 do {
                     if filter.defaultOnly {
-                        try raw.forEachDefaultRoute(family: family, filter: filter, body)
+                        try raw.forEachDefaultRoute(family: family, filter: filter, sort)
                     } else {
-                        try withStrictChecking { () throws(NetlinkError) in try dumpRoutes(family: family, filter: filter, body) }
+                        try withStrictChecking { () throws(NetlinkError) in try dumpRoutes(family: family, filter: filter, sort) }
                     }
                     break
                 } catch NetlinkError.dumpInterrupted where attempts < 50 {
                     attempts += 1
+                    lacking.removeAll()
                     restart()
                 }
+            }
+            guard !lacking.isEmpty else { continue }
+            if objects == nil { objects = try self.nexthopObjects() }
+            for var route in lacking {
+                route.takeNexthops(from: objects!)
+                if filter.matches(route) { body(route) }
+            }
+        }
+    }
+
+    /// The namespace's next-hop objects by id (none before Linux 5.3).
+    func nexthopObjects() throws(NetlinkError) -> [UInt32: NexthopObject] {
+        var objects: [UInt32: NexthopObject] = [:]
+        var attempts = 0
+        while true {
+            do {
+                try raw.forEachNexthopObject { objects[$0.id] = $0 }
+                return objects
+            } catch NetlinkError.dumpInterrupted where attempts < 50 {
+                attempts += 1
+                objects.removeAll()
             }
         }
     }
@@ -123,8 +156,21 @@ final class RequestSocket {
     }
 
     /// The kernel's route for each destination, asked in batches (see ``RawRouteSocket``).
+    ///
+    /// A FIB entry (`fibMatch`) that names a next-hop object without its next hops is given
+    /// them from a dump of the objects.
     func lookupRoutes(to destinations: [IPAddress], fibMatch: Bool) throws(NetlinkError) -> [RouteLookupResult] {
-        try raw.lookupRoutes(to: destinations, fibMatch: fibMatch)
+        var results = try raw.lookupRoutes(to: destinations, fibMatch: fibMatch)
+        guard results.contains(where: { if case .route(let route) = $0 { route.lacksObjectNexthops } else { false } })
+        else { return results }
+        let objects = try nexthopObjects()
+        for index in results.indices {
+            if case .route(var route) = results[index], route.lacksObjectNexthops {
+                route.takeNexthops(from: objects)
+                results[index] = .route(route)
+            }
+        }
+        return results
     }
 
     /// A summary of the policy rules of `family`.
@@ -165,7 +211,7 @@ private final class RouteReceiver {
             let header = nlmsg_hdr(message)!
             let type = Int32(header.pointee.nlmsg_type)
             guard type == RTM_NEWROUTE, let route = Route(message: header) else { return Int32(NL_SKIP.rawValue) }
-            if receiver.filter.matches(route) { receiver.body(route) }
+            if receiver.filter.admits(route) { receiver.body(route) }
             return Int32(NL_OK.rawValue)
         }, me)
         nl_cb_set(callbacks, NL_CB_DUMP_INTR, NL_CB_CUSTOM, { _, argument in

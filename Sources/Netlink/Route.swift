@@ -23,15 +23,27 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// The route's flags, together with the flags of its next hop when it has only one.
     public var flags: RouteFlags
     /// The next hops. One for an ordinary route, several for a multipath route, none for
-    /// blackhole, unreachable and prohibit routes.
+    /// blackhole, unreachable and prohibit routes. For a route that names a next-hop object
+    /// (``nexthopID``), the object's: the kernel lists them in the route itself only in its
+    /// compatibility mode, and the library fills them in from the object otherwise.
     public var nexthops: [Nexthop]
+    /// The next-hop object the route uses (`RTA_NH_ID`, `ip route add ... nhid 7`), or nil for a
+    /// route with next hops of its own.
+    ///
+    /// A next-hop object (`ip nexthop`, Linux 5.3+) is a gateway and link, or a group of such
+    /// objects with weights, that many routes share. With `net.ipv4.nexthop_compat_mode=0`
+    /// (for IPv4 and IPv6 alike) the kernel's route messages carry only this id; the library
+    /// reads the objects (`RTM_GETNEXTHOP`) and fills ``nexthops`` from them, in dumps,
+    /// lookups of FIB entries and subscriptions. A route whose object is a blackhole is a
+    /// ``RouteType/blackhole`` route, as the kernel reports it.
+    public var nexthopID: UInt32?
 
     /// Creates a route value. The library fills these from the kernel.
     public init(family: AddressFamily, table: RouteTable = .main, destination: IPNetwork,
                 sourcePrefix: IPNetwork? = nil, type: RouteType = .unicast,
                 routeProtocol: RouteProtocol = .boot, scope: Scope = .universe, metric: UInt32 = 0,
                 tos: UInt8 = 0, preferredSource: IPAddress? = nil, flags: RouteFlags = [],
-                nexthops: [Nexthop] = []) {
+                nexthops: [Nexthop] = [], nexthopID: UInt32? = nil) {
         self.family = family
         self.table = table
         self.destination = destination
@@ -44,6 +56,7 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         self.preferredSource = preferredSource
         self.flags = flags
         self.nexthops = nexthops
+        self.nexthopID = nexthopID
     }
 
     /// The gateway of the first next hop; nil for an on-link route.
@@ -58,9 +71,12 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// What identifies a route in the kernel. The prefix part (family, table, destination,
     /// source, TOS, metric) is what `ip route replace` matches; the first next hop is part of the
     /// key too, because `ip route append` keeps several routes with the same prefix part apart.
+    /// For a route that names a next-hop object, the object's id stands for the next hop: the
+    /// object's gateway and link can change under the same route.
     public var key: Key {
         Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
-            tos: tos, metric: metric, gateway: nexthops.first?.gateway, outputLinkIndex: nexthops.first?.linkIndex)
+            tos: tos, metric: metric, gateway: nexthopID == nil ? nexthops.first?.gateway : nil,
+            outputLinkIndex: nexthopID == nil ? nexthops.first?.linkIndex : nil, nexthopID: nexthopID)
     }
 
     /// The identity of a route: its prefix part and its first next hop.
@@ -81,17 +97,20 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         public var gateway: IPAddress?
         /// The first next hop's output link.
         public var outputLinkIndex: Int32?
+        /// The next-hop object the route uses; then ``gateway`` and ``outputLinkIndex`` are nil.
+        public var nexthopID: UInt32? = nil
 
         /// The key without the next hop: what `ip route replace` matches.
         public var prefixPart: Key {
             Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
-                tos: tos, metric: metric, gateway: nil, outputLinkIndex: nil)
+                tos: tos, metric: metric, gateway: nil, outputLinkIndex: nil, nexthopID: nil)
         }
     }
 
     public var description: String {
         var text = type == .unicast ? "" : "\(type) "
         text += destination.isDefault ? "default" : destination.description
+        if let nexthopID { text += " nhid \(nexthopID)" }
         if let gateway { text += " via \(gateway)" }
         if let index = outputLinkIndex { text += " dev #\(index)" }
         text += " table \(table) proto \(routeProtocol) scope \(scope)"

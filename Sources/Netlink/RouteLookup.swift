@@ -83,4 +83,14 @@ public struct RouteFilter: Sendable, Hashable {
         if route.flags.contains(.cloned) { return false }
         return true
     }
+
+    /// Whether a route read from a dump is passed on: it ``matches(_:)``, or it names a
+    /// next-hop object whose next hops are still to be filled in and matches but for the
+    /// output link, which those next hops decide.
+    func admits(_ route: Route) -> Bool {
+        guard route.lacksObjectNexthops, outputLinkIndex != nil else { return matches(route) }
+        var withoutLink = self
+        withoutLink.outputLinkIndex = nil
+        return withoutLink.matches(route)
+    }
 }

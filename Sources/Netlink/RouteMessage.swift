@@ -34,6 +34,7 @@ extension Route {
         var gateway: IPAddress?
         var hasRealm = false
         var multipath: UnsafeRawBufferPointer?
+        var nexthopID: UInt32?
 
         var attributes = RouteAttributes(payload, from: MemoryLayout<rtmsg>.size)
         while let (type, value) = attributes.next() {
@@ -67,6 +68,9 @@ extension Route {
                 hasRealm = true
             case Int32(RTA_MULTIPATH.rawValue):
                 multipath = value
+            case Int32(RTA_NH_ID.rawValue):
+                guard let value = value.u32 else { return nil }
+                nexthopID = value
             default:
                 continue
             }
@@ -98,7 +102,8 @@ extension Route {
             tos: message.rtm_tos,
             preferredSource: preferredSource,
             flags: flags,
-            nexthops: nexthops)
+            nexthops: nexthops,
+            nexthopID: nexthopID)
     }
 }
 

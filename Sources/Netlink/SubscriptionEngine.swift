@@ -45,6 +45,12 @@ final class SubscriptionEngine: @unchecked Sendable {
     private var batch: [NetlinkEvent] = []
     private var linksToReconcile: Set<Int32> = []
     private var tablesToReconcile: Set<TableKey> = []
+    /// The next-hop objects by id, kept from `RTM_NEWNEXTHOP` / `RTM_DELNEXTHOP`, for routes
+    /// that name one without carrying its next hops (see ``Route/nexthopID``).
+    private var nexthopObjects: [UInt32: NexthopObject] = [:]
+    /// Whether `nexthopObjects` may be out of date: the kernel flushes the objects of a link
+    /// that goes down or loses its carrier without a message, and a route named an unknown one.
+    private var nexthopObjectsStale = false
     /// Messages seen since the loop last woke up for the notification socket (see
     /// `publishFirstMessage`).
     private var messagesSinceWake = 0
@@ -264,6 +270,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         state.links = linksFromCache()
         state.linkRevision = Self.nextLinkRevision()
         state.addresses = addressesFromCache()
+        nexthopObjects = try requests!.nexthopObjects()
         state.defaultRoutes = try dumpDefaultRoutes(filter: .defaultRoutes)
         batch.removeAll()
         linksToReconcile.removeAll()
@@ -353,17 +360,30 @@ final class SubscriptionEngine: @unchecked Sendable {
         case RTM_NEWLINK, RTM_DELLINK: linkMessage(header)
         case RTM_NEWROUTE, RTM_DELROUTE: routeMessage(header)
         case RTM_NEWRULE, RTM_DELRULE: ruleMessage(header)
-        case RTM_NEWNEXTHOP, RTM_DELNEXTHOP: nexthopMessage()
+        case RTM_NEWNEXTHOP, RTM_DELNEXTHOP: nexthopMessage(header)
         default: break
         }
     }
 
-    /// A next-hop object changed or went away (`ip nexthop`). The kernel flushes the routes
-    /// that used a deleted one without a message, and re-points those of a replaced one with
-    /// messages only in `nexthop_compat_mode`: the tables of the kept default routes are re-read.
-    /// Next-hop objects change rarely, and which routes name one is not kept.
-    private func nexthopMessage() {
-        for route in state.defaultRoutes.values {
+    /// A next-hop object came, changed or went away (`ip nexthop`). The kernel flushes the
+    /// routes that used a deleted one without a message, and re-points those of a replaced one
+    /// with messages only in `nexthop_compat_mode`: the tables of the kept default routes that
+    /// name an object are re-read (next-hop objects change rarely). A deleted object also leaves
+    /// the groups it was in, which the kernel need not report either: the objects are read again.
+    private func nexthopMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard let object = NexthopObject(message: header) else {
+            nexthopObjectsStale = true
+            return
+        }
+        if header.pointee.nlmsg_type == RTM_DELNEXTHOP {
+            nexthopObjects[object.id] = nil
+            if nexthopObjects.values.contains(where: { $0.members.contains { $0.id == object.id } }) {
+                nexthopObjectsStale = true
+            }
+        } else {
+            nexthopObjects[object.id] = object
+        }
+        for route in state.defaultRoutes.values where route.nexthopID != nil {
             reconcileTable(of: route)
         }
     }
@@ -440,11 +460,14 @@ final class SubscriptionEngine: @unchecked Sendable {
             state.addresses[key] = nil
             batch.append(.address(.removed(address)))
         }
+        // The link's next-hop objects go with it, and leave their groups, silently.
+        if nexthopObjects.values.contains(where: { $0.linkIndex == index }) { nexthopObjectsStale = true }
         for (key, route) in state.defaultRoutes where route.uses(linkIndex: index) {
             // IPv4 drops a multipath route with a hop on a deleted link whole; IPv6 drops only
             // that hop (`fib6_ifdown`), the route keeps the others, and with
-            // `net.ipv6.route.skip_notify_on_dev_down` nobody is told: its table is re-read.
-            if route.family == .ipv6, route.nexthops.contains(where: { $0.linkIndex != index }) {
+            // `net.ipv6.route.skip_notify_on_dev_down` nobody is told: its table is re-read. A
+            // route whose next-hop group keeps other members stays too, in either family.
+            if route.family == .ipv6 || route.nexthopID != nil, route.nexthops.contains(where: { $0.linkIndex != index }) {
                 reconcileTable(of: route)
                 continue
             }
@@ -502,8 +525,13 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// A route notification: default routes update the state; other routes are reported as
     /// they come; routes the kernel clones are not routes of a table and are ignored.
     private func routeMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
-        guard let route = Route(message: header), !route.flags.contains(.cloned) else { return }
+        guard var route = Route(message: header), !route.flags.contains(.cloned) else { return }
         let deleted = header.pointee.nlmsg_type == RTM_DELROUTE
+        if route.lacksObjectNexthops, !route.takeNexthops(from: nexthopObjects), route.isDefault, !deleted {
+            // An object the kernel has not told of yet: read the objects and the table again.
+            nexthopObjectsStale = true
+            reconcileTable(of: route)
+        }
         if route.isDefault {
             defaultRouteMessage(route, deleted: deleted, flags: Int32(header.pointee.nlmsg_flags))
         } else if deleted {
@@ -572,6 +600,22 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// datagram, however large the table), in IPv6 filtered by the kernel by output link too.
     private func reconcileMarked() {
         guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty else { return }
+        // The kernel flushes the next-hop objects of a link that goes down or loses its
+        // carrier, and with them the routes that use them, without a message; a group keeps
+        // its other members, and the routes that use it stay: the objects are read again and
+        // the tables of the routes that name one are read whole.
+        if !nexthopObjects.isEmpty,
+           linksToReconcile.contains(where: { index in nexthopObjects.values.contains { $0.linkIndex == index } }) {
+            nexthopObjectsStale = true
+        }
+        if nexthopObjectsStale {
+            do {
+                try rereadNexthopObjects()
+            } catch {
+                resynchronize(reason: .error(error))
+                return
+            }
+        }
         // The kernel changes routes silently only by removing or flagging routes that exist, so
         // a link matters only when a kept default route uses it, and only in the families and
         // tables of those routes: a flip of a link that carries no default route costs no dump.
@@ -626,11 +670,27 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether the kernel removes `route` because its links are down: an IPv4 route whose every
     /// next hop goes out through a link that is not up. The kernel flushes those when a link
     /// goes down (`fib_disable_ip`) and refuses to add one (`ENETDOWN`), so none exists for
-    /// long. A route without next hops of its own (a blackhole, or one that names a next-hop
-    /// object) or through a link the state does not know is not judged.
+    /// long. A route that names a next-hop object, of either family, goes with its object's
+    /// links in the same way, and also when they lose their carrier (neither running nor lower
+    /// up): the kernel flushes the objects of such a link (`nexthop_flush_dev`), and routes with
+    /// them. A route without next hops (a blackhole) or through a link the state does not know
+    /// is not judged.
     static func isFlushedWithItsLinks(_ route: Route, links: [Int32: Link]) -> Bool {
-        route.family == .ipv4 && !route.nexthops.isEmpty && route.nexthops.allSatisfy { hop in
-            hop.linkIndex.flatMap { links[$0] }.map { !$0.isUp } ?? false
+        let usesObject = route.nexthopID != nil
+        guard !route.nexthops.isEmpty, route.family == .ipv4 || usesObject else { return false }
+        return route.nexthops.allSatisfy { hop in
+            guard let link = hop.linkIndex.flatMap({ links[$0] }) else { return false }
+            return !link.isUp || (usesObject && link.flags.isDisjoint(with: [.running, .lowerUp]))
+        }
+    }
+
+    /// Reads the next-hop objects again, and marks the tables of the default routes that name
+    /// one for a whole re-read: a route's object may have lost members or changed.
+    private func rereadNexthopObjects() throws(NetlinkError) {
+        nexthopObjects = try requests!.nexthopObjects()
+        nexthopObjectsStale = false
+        for route in state.defaultRoutes.values where route.nexthopID != nil {
+            reconcileTable(of: route)
         }
     }
 
@@ -645,7 +705,9 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     private func dumpDefaultRoutes(filter: RouteFilter) throws(NetlinkError) -> [Route.Key: Route] {
         var routes: [Route.Key: Route] = [:]
-        try requests!.forEachRoute(filter, restart: { routes.removeAll() }) { routes[$0.key] = $0 }
+        try requests!.forEachRoute(filter, nexthopObjects: nexthopObjects, restart: { routes.removeAll() }) {
+            routes[$0.key] = $0
+        }
         return routes
     }
 
@@ -661,6 +723,8 @@ final class SubscriptionEngine: @unchecked Sendable {
                 try nlCheck(nl_cache_resync(requests!.handle, addressCache, nil, nil), "re-read addresses")
                 diffLinks(linksFromCache())
                 diffAddresses(addressesFromCache())
+                nexthopObjects = try requests!.nexthopObjects()
+                nexthopObjectsStale = false
                 try reread(.defaultRoutes)
                 linksToReconcile.removeAll()
                 tablesToReconcile.removeAll()

@@ -97,6 +97,7 @@ extension Route {
             }
         }
         out.endArray()
+        out.key("nexthopID"); out.value(nexthopID)
         out.endObject()
     }
 }

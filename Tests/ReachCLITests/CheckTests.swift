@@ -137,6 +137,25 @@ struct CheckTests {
         #expect(none.status == 1, "\(none.output)")
     }
 
+    @Test func aDefaultRouteThroughANextHopObjectIsUsable() throws {
+        let ns = try TestNamespace("checknh")
+        defer { ns.delete() }
+        // Outside the compatibility mode, the route message carries the object's id alone.
+        _ = try ns.exec(["sysctl", "-q", "-w", "net.ipv4.nexthop_compat_mode=0"])
+        try ns.batch(TestNamespace.twoUplinks + [
+            "nexthop add id 1 via 10.1.0.2 dev va", "nexthop add id 2 via 10.2.0.2 dev wa",
+            "nexthop add id 10 group 1/2", "route add default nhid 10 metric 10", "link set vb down",
+        ])
+        // va lost its carrier: the kernel took object 1 out of the group; the route goes through wa.
+        let answer = try reach("check", "--json", "--netns", ns.name)
+        #expect(answer.status == 0, "\(answer.output)")
+        #expect(answer.output.contains("\"name\":\"wa\""), "\(answer.output)")
+        #expect(answer.output.contains("\"gateway\":\"10.2.0.2\""), "\(answer.output)")
+        try ns.batch(["nexthop add id 3 blackhole", "route add default nhid 3 metric 1"])
+        let blackholed = try reach("check", "--json", "--netns", ns.name)
+        #expect(blackholed.status == 1, "a blackhole object with a lower metric blocks the internet: \(blackholed.output)")
+    }
+
     @Test func anUnreachableDefaultRouteWithALowerMetricBlocksTheInternet() throws {
         let ns = try TestNamespace("checkkill")
         defer { ns.delete() }

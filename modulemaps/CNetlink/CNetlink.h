@@ -25,6 +25,7 @@
 #include <linux/if_arp.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <linux/nexthop.h>
 
 #include <netlink/netlink.h>
 #include <netlink/errno.h>
