@@ -59,8 +59,11 @@ public final class NetlinkConnection: @unchecked Sendable {
         NetworkState(links: try links(), addresses: try addresses(), defaultRoutes: try defaultRoutes())
     }
 
-    /// The routes that match `filter`, in the kernel's order. On a host with a full Internet
-    /// table, prefer a filter (or ``forEachRoute(_:restart:_:)``) to holding every route in memory.
+    /// The routes that match `filter`, in the kernel's order (except that routes through a
+    /// next-hop object that the kernel sent without its next hops, outside its
+    /// `nexthop_compat_mode`, follow their family's others: see ``Route/nexthopID``). On a host
+    /// with a full Internet table, prefer a filter (or ``forEachRoute(_:restart:_:)``) to
+    /// holding every route in memory.
     public func routes(_ filter: RouteFilter = .all) throws(NetlinkError) -> [Route] {
         var routes: [Route] = []
         try forEachRoute(filter, restart: { routes.removeAll() }) { routes.append($0) }

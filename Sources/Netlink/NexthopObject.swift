@@ -7,7 +7,7 @@ import CNetlink
 /// objects with weights. Routes name one by its id (``Route/nexthopID``).
 struct NexthopObject: Sendable, Hashable {
     /// A member of a group, with its weight as configured and as `ip` prints it (1 to 256, and
-    /// up to 65 536 from Linux 6.12).
+    /// up to 65 535 from Linux 6.12).
     struct Member: Sendable, Hashable {
         var id: UInt32
         var weight: UInt32
@@ -15,7 +15,9 @@ struct NexthopObject: Sendable, Hashable {
 
     /// The object's id (`NHA_ID`).
     var id: UInt32
-    /// `RTNH_F_*` flags (`nh_flags`): `onlink`, and `dead` or `linkdown` as the kernel sets them.
+    /// `RTNH_F_*` flags (`nh_flags`): `onlink`, and `offload` or `trap` as drivers set them. The
+    /// kernel never marks an object dead or linkdown: it deletes the objects of a link that goes
+    /// down or loses its carrier, and refuses new ones there.
     var flags: RouteFlags
     /// The output link (`NHA_OIF`); nil for a group or a blackhole.
     var linkIndex: Int32?
@@ -41,7 +43,8 @@ struct NexthopObject: Sendable, Hashable {
         var linkIndex: Int32?
         var gateway: IPAddress?
         var isBlackhole = false
-        var members: [Member] = []
+        var group: UnsafeRawBufferPointer?
+        var operationFlags: UInt32 = 0
         var attributes = RouteAttributes(payload, from: MemoryLayout<nhmsg>.size)
         while let (type, value) = attributes.next() {
             switch Int32(type) {
@@ -58,13 +61,20 @@ struct NexthopObject: Sendable, Hashable {
             case Int32(NHA_BLACKHOLE):
                 isBlackhole = true
             case Int32(NHA_GROUP):
-                guard let parsed = Self.parseGroup(value) else { return nil }
-                members = parsed
+                group = value
+            case Self.operationFlagsAttribute:
+                operationFlags = value.u32 ?? 0
             default:
                 continue
             }
         }
         guard attributes.isWellFormed, let id else { return nil }
+        var members: [Member] = []
+        if let group {
+            let zeroed = operationFlags & Self.reservedFieldsZeroed != 0
+            guard let parsed = Self.parseGroup(group, reservedFieldsZeroed: zeroed) else { return nil }
+            members = parsed
+        }
         self.id = id
         self.flags = RouteFlags(rawValue: header.nh_flags & 0xff)
         self.linkIndex = linkIndex
@@ -84,16 +94,25 @@ struct NexthopObject: Sendable, Hashable {
         self.members = members
     }
 
+    /// `NHA_OP_FLAGS` (Linux 6.12+), after `NHA_GROUP` in a message; absent from this machine's
+    /// headers.
+    static let operationFlagsAttribute: Int32 = 14
+    /// `NHA_OP_FLAG_RESP_GRP_RESVD_0`: the reserved fields of the group's entries are zero, so
+    /// the byte after the weight is its high byte.
+    static let reservedFieldsZeroed: UInt32 = 1 << 31
+
     /// The entries of `NHA_GROUP`: `struct nexthop_grp`, 8 bytes each: the member's id, then
-    /// its weight less one in a byte, and, from Linux 6.12 (16-bit weights), the high byte of it
-    /// in the next one, which older kernels leave zero.
-    static func parseGroup(_ bytes: UnsafeRawBufferPointer) -> [Member]? {
+    /// its weight less one in a byte. From Linux 6.12 (16-bit weights) the next byte holds the
+    /// weight's high byte, which the message says with `reservedFieldsZeroed`; before, that
+    /// byte was left as the kernel's memory held it (until 6.11 and its stable backports), so
+    /// without the flag it is not read.
+    static func parseGroup(_ bytes: UnsafeRawBufferPointer, reservedFieldsZeroed: Bool) -> [Member]? {
         let entrySize = 8
         guard bytes.count % entrySize == 0 else { return nil }
         return stride(from: 0, to: bytes.count, by: entrySize).map { offset in
             let id = bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
-            let weight = UInt32(bytes[offset + 4]) | UInt32(bytes[offset + 5]) << 8
-            return Member(id: id, weight: weight + 1)
+            let high = reservedFieldsZeroed ? UInt32(bytes[offset + 5]) : 0
+            return Member(id: id, weight: (UInt32(bytes[offset + 4]) | high << 8) + 1)
         }
     }
 }
@@ -132,8 +151,13 @@ extension Route {
             hops.append(Nexthop(gateway: hop.gateway, linkIndex: hop.linkIndex,
                                 weight: UInt16(clamping: member.weight), flags: hop.flags))
         }
+        if hops.count == 1 {
+            // The kernel lists a group of one, in its compatibility mode, as a route's single
+            // next hop, whose weight is 1.
+            hops[0].weight = 1
+            flags.formUnion(hops[0].flags)
+        }
         nexthops = hops
-        if hops.count == 1 { flags.formUnion(hops[0].flags) }
         return true
     }
 }

@@ -85,12 +85,15 @@ final class RequestSocket {
     /// parses only default routes and stops an IPv4 dump once the main table's defaults are past.
     ///
     /// Routes that name a next-hop object without carrying its next hops (outside the kernel's
-    /// `nexthop_compat_mode`) are given them from `nexthopObjects`, or, when it is nil, from a
-    /// dump of the objects made once the first such route is seen; they follow the family's
-    /// other routes, because the objects can be asked for only once the route dump has ended.
+    /// `nexthop_compat_mode`) are given them from `nexthopObjects`, or, when it is nil or lacks
+    /// an object such a route names, from a dump of the objects, which `objectsRead` is given;
+    /// they follow the family's other routes, because the objects can be asked for only once
+    /// the route dump has ended.
     func forEachRoute(_ filter: RouteFilter, nexthopObjects: [UInt32: NexthopObject]? = nil,
+                      objectsRead: ([UInt32: NexthopObject]) -> Void = { _ in },
                       restart: () -> Void = {}, _ body: (Route) -> Void) throws(NetlinkError) {
         var objects = nexthopObjects
+        var objectsAreFresh = false
         for family in filter.family.map({ [$0] }) ?? AddressFamily.allCases {
             var attempts = 0
             var lacking: [Route] = []
@@ -112,7 +115,12 @@ final class RequestSocket {
                 }
             }
             guard !lacking.isEmpty else { continue }
-            if objects == nil { objects = try self.nexthopObjects() }
+            if !objectsAreFresh, objects.map({ known in !lacking.allSatisfy { var trial = $0; return trial.takeNexthops(from: known) } }) ?? true {
+                // Objects the caller's table does not have yet (or no table): read them now.
+                objects = try self.nexthopObjects()
+                objectsAreFresh = true
+                objectsRead(objects!)
+            }
             for var route in lacking {
                 route.takeNexthops(from: objects!)
                 if filter.matches(route) { body(route) }

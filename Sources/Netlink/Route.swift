@@ -34,8 +34,12 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// objects with weights, that many routes share. With `net.ipv4.nexthop_compat_mode=0`
     /// (for IPv4 and IPv6 alike) the kernel's route messages carry only this id; the library
     /// reads the objects (`RTM_GETNEXTHOP`) and fills ``nexthops`` from them, in dumps,
-    /// lookups of FIB entries and subscriptions. A route whose object is a blackhole is a
-    /// ``RouteType/blackhole`` route, as the kernel reports it.
+    /// lookups of FIB entries and subscriptions, as the compatibility mode lists them: a group
+    /// of one as a single next hop of weight 1. Two differences remain: the compatibility mode
+    /// writes a weight in one byte (300 reads 44), where the object gives it whole; and a route
+    /// whose object is a blackhole, which the kernel reports as a ``RouteType/blackhole`` route
+    /// in both modes, has a next hop through the loopback link in the compatibility mode and
+    /// none here.
     public var nexthopID: UInt32?
 
     /// Creates a route value. The library fills these from the kernel.

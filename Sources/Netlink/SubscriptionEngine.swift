@@ -528,9 +528,11 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard var route = Route(message: header), !route.flags.contains(.cloned) else { return }
         let deleted = header.pointee.nlmsg_type == RTM_DELROUTE
         if route.lacksObjectNexthops, !route.takeNexthops(from: nexthopObjects), route.isDefault, !deleted {
-            // An object the kernel has not told of yet: read the objects and the table again.
+            // An object the kernel has not told of yet: the objects and the table are read
+            // again, and the route is kept as it was until then (not without next hops).
             nexthopObjectsStale = true
             reconcileTable(of: route)
+            return
         }
         if route.isDefault {
             defaultRouteMessage(route, deleted: deleted, flags: Int32(header.pointee.nlmsg_flags))
@@ -551,7 +553,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         let key = route.key
         let samePrefix = state.defaultRoutes.filter { $0.key.prefixPart == key.prefixPart }
         if deleted {
-            if let old = state.defaultRoutes[key], old.nexthops.count <= 1, route.nexthops.count <= 1 {
+            // A route through a next-hop object is the only one with its key: its id tells it.
+            if let old = state.defaultRoutes[key], route.nexthopID != nil || (old.nexthops.count <= 1 && route.nexthops.count <= 1) {
                 state.defaultRoutes[key] = nil
                 batch.append(.route(.removed(old)))
             } else if !samePrefix.isEmpty {
@@ -574,7 +577,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         // them, which need not be the one with this message's next hop.
         if flags & NLM_F_APPEND != 0 || (flags & NLM_F_REPLACE != 0 && samePrefix.count > 1)
             || (route.family == .ipv6 && samePrefix.keys.contains { $0 != key }) {
-            // An IPv6 append joins a multipath route; the kernel's dump says how.
+            // An IPv6 append joins a multipath route (except routes through next-hop objects,
+            // which stay apart); the kernel's dump says how.
             reconcileTable(of: route)
         }
     }
@@ -599,13 +603,16 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// dump of one table: in IPv4 read to the table's first route that is not a default route (a
     /// datagram, however large the table), in IPv6 filtered by the kernel by output link too.
     private func reconcileMarked() {
-        guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty else { return }
+        guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty || nexthopObjectsStale else { return }
         // The kernel flushes the next-hop objects of a link that goes down or loses its
-        // carrier, and with them the routes that use them, without a message; a group keeps
-        // its other members, and the routes that use it stay: the objects are read again and
-        // the tables of the routes that name one are read whole.
-        if !nexthopObjects.isEmpty,
-           linksToReconcile.contains(where: { index in nexthopObjects.values.contains { $0.linkIndex == index } }) {
+        // carrier (`nexthop_flush_dev`), and with them the routes left without one, without a
+        // message; a group keeps its other members, and the routes that use it stay: the
+        // objects are read again and the tables of the routes that name one are read whole. A
+        // link that comes back takes nothing.
+        if !nexthopObjects.isEmpty, linksToReconcile.contains(where: { index in
+            state.links[index].map(Self.flushesItsNexthopObjects) ?? true
+                && nexthopObjects.values.contains { $0.linkIndex == index }
+        }) {
             nexthopObjectsStale = true
         }
         if nexthopObjectsStale {
@@ -680,8 +687,14 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard !route.nexthops.isEmpty, route.family == .ipv4 || usesObject else { return false }
         return route.nexthops.allSatisfy { hop in
             guard let link = hop.linkIndex.flatMap({ links[$0] }) else { return false }
-            return !link.isUp || (usesObject && link.flags.isDisjoint(with: [.running, .lowerUp]))
+            return usesObject ? flushesItsNexthopObjects(link) : !link.isUp
         }
+    }
+
+    /// Whether the kernel deletes the next-hop objects of `link`: it is down, or neither running
+    /// nor lower up (`nh_netdev_event`).
+    static func flushesItsNexthopObjects(_ link: Link) -> Bool {
+        !link.isUp || link.flags.isDisjoint(with: [.running, .lowerUp])
     }
 
     /// Reads the next-hop objects again, and marks the tables of the default routes that name
@@ -705,9 +718,8 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     private func dumpDefaultRoutes(filter: RouteFilter) throws(NetlinkError) -> [Route.Key: Route] {
         var routes: [Route.Key: Route] = [:]
-        try requests!.forEachRoute(filter, nexthopObjects: nexthopObjects, restart: { routes.removeAll() }) {
-            routes[$0.key] = $0
-        }
+        try requests!.forEachRoute(filter, nexthopObjects: nexthopObjects, objectsRead: { nexthopObjects = $0 },
+                                   restart: { routes.removeAll() }) { routes[$0.key] = $0 }
         return routes
     }
 

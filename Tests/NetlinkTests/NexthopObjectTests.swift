@@ -21,6 +21,7 @@ struct NexthopObjectTests {
 
     static func u32(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.littleEndian, Array.init) }
     static let id: UInt16 = 1, group: UInt16 = 2, blackhole: UInt16 = 4, oif: UInt16 = 5, gateway: UInt16 = 6
+    static let operationFlags: UInt16 = 14
 
     static func object(_ bytes: [UInt8]) -> NexthopObject? {
         bytes.withUnsafeBytes { NexthopObject(payload: $0) }
@@ -35,11 +36,17 @@ struct NexthopObjectTests {
         #expect(v6.gateway?.family == .ipv6)
     }
 
-    @Test func aGroupsWeightsAreTheKernelsPlusOneWithTheirHighByte() throws {
-        // Member 1 with weight byte 0 (weight 1), member 2 with 2 (3), member 3 with high byte 1 (257).
+    @Test func aGroupsWeightsAreTheKernelsPlusOneWithTheirHighByteWhenTheKernelSaysItIsOne() throws {
+        // Member 1 with weight byte 0 (weight 1), member 2 with 2 (3), member 3 with 0 and a
+        // next byte of 1: 257 from Linux 6.12, which says so in NHA_OP_FLAGS (after the group).
         let entries: [UInt8] = Self.u32(1) + [0, 0, 0, 0] + Self.u32(2) + [2, 0, 0, 0] + Self.u32(3) + [0, 1, 0, 0]
-        let object = try #require(Self.object(Self.payload(family: 0, [(Self.id, Self.u32(10)), (Self.group, entries)])))
-        #expect(object.members == [.init(id: 1, weight: 1), .init(id: 2, weight: 3), .init(id: 3, weight: 257)])
+        let zeroed = try #require(Self.object(Self.payload(family: 0, [(Self.id, Self.u32(10)), (Self.group, entries),
+                                                                       (Self.operationFlags, Self.u32(1 << 31))])))
+        #expect(zeroed.members == [.init(id: 1, weight: 1), .init(id: 2, weight: 3), .init(id: 3, weight: 257)])
+        // Before, that byte was whatever the kernel's memory held (0x69 in the fix's report).
+        let older = try #require(Self.object(Self.payload(family: 0, [(Self.id, Self.u32(10)), (Self.group,
+            Self.u32(1) + [0, 0x69, 0, 0] + Self.u32(2) + [2, 0x69, 0, 0])])))
+        #expect(older.members == [.init(id: 1, weight: 1), .init(id: 2, weight: 3)])
     }
 
     @Test func malformedObjectsAreRefused() {
@@ -55,6 +62,7 @@ struct NexthopObjectTests {
         3: NexthopObject(id: 3, isBlackhole: true),
         10: NexthopObject(id: 10, members: [.init(id: 1, weight: 1), .init(id: 2, weight: 3)]),
         11: NexthopObject(id: 11, members: [.init(id: 1, weight: 1), .init(id: 9, weight: 1)]),
+        12: NexthopObject(id: 12, members: [.init(id: 2, weight: 5)]),
     ]
 
     static func route(naming id: UInt32) -> Route {
@@ -78,6 +86,14 @@ struct NexthopObjectTests {
         #expect(route.nexthops == [Nexthop(gateway: IPAddress("10.1.0.2"), linkIndex: 3, weight: 1),
                                    Nexthop(gateway: IPAddress("10.2.0.2"), linkIndex: 4, weight: 3, flags: .onlink)])
         #expect(route.flags.isEmpty)
+    }
+
+    @Test func aGroupOfOneIsASingleNextHopOfWeightOneAsTheKernelListsIt() {
+        var route = Self.route(naming: 12)
+        let took = route.takeNexthops(from: Self.objects)
+        #expect(took)
+        #expect(route.nexthops == [Nexthop(gateway: IPAddress("10.2.0.2"), linkIndex: 4, weight: 1, flags: .onlink)])
+        #expect(route.flags == .onlink)
     }
 
     @Test func aBlackholeObjectMakesABlackholeRoute() {
@@ -132,7 +148,8 @@ struct NexthopObjectTests {
 @Suite("Routes through next-hop objects", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct NexthopRouteTests {
     /// Two uplinks; IPv4's default route through group 10 (10.1.0.2 on va, 10.2.0.2 on wa with
-    /// weight 3), IPv6's through object 6 (2001:db8:1::2 on va).
+    /// weight 3), IPv6's through object 6 (2001:db8:1::2 on va), and in table 5 an IPv4 default
+    /// route through group 11, whose one member (10.2.0.2 on wa) has weight 5.
     static func build(_ ns: TestNamespace, compatible: Bool) throws {
         _ = try ns.exec(["sysctl", "-q", "-w", "net.ipv4.nexthop_compat_mode=\(compatible ? 1 : 0)"])
         try ns.batch(TestNamespace.twoUplinks + [
@@ -140,10 +157,13 @@ struct NexthopRouteTests {
             "nexthop add id 1 via 10.1.0.2 dev va", "nexthop add id 2 via 10.2.0.2 dev wa",
             "nexthop add id 10 group 1/2,3", "route add default nhid 10",
             "nexthop add id 6 via 2001:db8:1::2 dev va", "route add ::/0 nhid 6",
+            "nexthop add id 11 group 2,5", "route add default nhid 11 table 5",
         ])
     }
 
-    static func ipv4Default(_ routes: some Sequence<Route>) -> Route? { routes.first { $0.family == .ipv4 && $0.isDefault } }
+    static func ipv4Default(_ routes: some Sequence<Route>) -> Route? {
+        routes.first { $0.family == .ipv4 && $0.isDefault && $0.table == .main }
+    }
     static func ipv6Default(_ routes: some Sequence<Route>) -> Route? { routes.first { $0.family == .ipv6 && $0.isDefault } }
 
     @Test func routesAreReadWithTheirObjectsNextHopsWhateverTheCompatibilityMode() async throws {
@@ -213,6 +233,24 @@ struct NexthopRouteTests {
                 #expect(try kernel.defaultRoutes().isEmpty)
                 #expect(eventually { subscription.state.defaultRoutes.isEmpty }, "compat \(compatible): \(subscription.state.defaultRoutes)")
             }
+        }
+    }
+
+    /// A deleted link takes its objects out of their groups without a message, even when no
+    /// kept route uses the group yet.
+    @Test func aDeletedLinkLeavesItsGroupsForRoutesAddedLater() async throws {
+        try await withTestNamespace("nhlinkdel") { ns in
+            _ = try ns.exec(["sysctl", "-q", "-w", "net.ipv4.nexthop_compat_mode=0"])
+            try ns.batch(TestNamespace.twoUplinks + [
+                "nexthop add id 1 via 10.1.0.2 dev va", "nexthop add id 2 via 10.2.0.2 dev wa", "nexthop add id 20 group 1/2",
+            ])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            try ns.batch(["link del va", "route add default nhid 20"])
+            let kernel = try NetlinkConnection(namespace: .named(ns.name))
+            let routes = try kernel.defaultRoutes()
+            #expect(routes.map { $0.nexthops.map(\.gateway) } == [[IPAddress("10.2.0.2")]], "\(routes)")
+            #expect(eventually { Set(subscription.state.defaultRoutes.values) == Set(routes) },
+                    "\(subscription.state.defaultRoutes.values) against \(routes)")
         }
     }
 
