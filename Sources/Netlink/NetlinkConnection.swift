@@ -53,10 +53,18 @@ public final class NetlinkConnection: @unchecked Sendable {
         try routes(.defaultRoutes)
     }
 
-    /// The links, addresses and default routes, read one after the other. Unlike a
+    /// The policy-routing rules (`ip rule`) of both families, IPv4's first, each in the kernel's
+    /// order (by priority).
+    public func rules() throws(NetlinkError) -> [PolicyRule] {
+        try lock.withLock { () throws(NetlinkError) in try socket.rules() }
+    }
+
+    /// The links, addresses, default routes and policy rules, read one after the other. Unlike a
     /// subscription's ``NetlinkSubscription/state``, the parts may be a few microseconds apart.
     public func snapshot() throws(NetlinkError) -> NetworkState {
-        NetworkState(links: try links(), addresses: try addresses(), defaultRoutes: try defaultRoutes())
+        var state = NetworkState(links: try links(), addresses: try addresses(), defaultRoutes: try defaultRoutes())
+        state.policyRules = try rules()
+        return state
     }
 
     /// The routes that match `filter`, in the kernel's order (except that routes through a

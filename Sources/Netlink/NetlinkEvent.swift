@@ -12,9 +12,9 @@ public enum NetlinkEvent: Sendable, Hashable {
     case address(Change<InterfaceAddress>)
     /// A route of any table appeared, changed or went away.
     case route(RouteChange)
-    /// A policy rule (`ip rule`) of this family was added or removed: route lookups may now
-    /// answer differently for any destination. The subscription keeps no rules; ask the kernel
-    /// again (``NetlinkConnection/lookupRoute(to:from:outputLinkIndex:mark:)``).
+    /// The policy rules (`ip rule`) of this family changed: route lookups may now answer
+    /// differently for any destination. The state's ``NetworkState/policyRules`` hold the new
+    /// ones (the subscription reads them again after a rule message).
     case rulesChanged(AddressFamily)
     /// The subscription lost kernel notifications (or hit an error) and re-read the kernel's
     /// state; the differences were reported just before this event, so the observer's view

@@ -1,4 +1,5 @@
-/// What a namespace looks like at one moment: its links, their addresses and its default routes.
+/// What a namespace looks like at one moment: its links, their addresses, its default routes and
+/// its policy-routing rules.
 ///
 /// This is the always-on state that a ``NetlinkSubscription`` keeps. It deliberately leaves out
 /// the rest of the routing table, which on a router holds a million routes; ask
@@ -14,6 +15,10 @@ public struct NetworkState: Sendable, Hashable {
     /// IPv4 table whose id is 255 modulo 256 and that no policy rule names is not read then) and
     /// follows every change the kernel announces afterwards, in every table.
     public var defaultRoutes: [Route.Key: Route]
+    /// The policy-routing rules (`ip rule`) of both families, IPv4's first, each in the kernel's
+    /// order (by priority). Empty when none were read (a state built by hand, or a kernel
+    /// without policy routing): the main table is then the one that routes.
+    public var policyRules: [PolicyRule] = []
     /// Changes whenever a link is added or removed, or changes what it is rather than what state
     /// it is in (see ``Link/differsOnlyInState(from:)``). A subscription sets it, from one
     /// counter for the whole process, so equal revisions mean links that differ at most in their
@@ -37,16 +42,18 @@ public struct NetworkState: Sendable, Hashable {
             defaultRoutes: Dictionary(defaultRoutes.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }))
     }
 
-    /// Whether two states hold the same links, addresses and default routes.
+    /// Whether two states hold the same links, addresses, default routes and policy rules.
     public static func == (lhs: NetworkState, rhs: NetworkState) -> Bool {
         lhs.links == rhs.links && lhs.addresses == rhs.addresses && lhs.defaultRoutes == rhs.defaultRoutes
+            && lhs.policyRules == rhs.policyRules
     }
 
-    /// Hashes the links, addresses and default routes.
+    /// Hashes the links, addresses, default routes and policy rules.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(links)
         hasher.combine(addresses)
         hasher.combine(defaultRoutes)
+        hasher.combine(policyRules)
     }
 
     /// The links, sorted by index.
@@ -96,7 +103,7 @@ extension NetworkState {
                 self = newer
                 return
             case .rulesChanged, .resynchronized:
-                break
+                policyRules = newer.policyRules
             }
         }
         linkRevision = newer.linkRevision

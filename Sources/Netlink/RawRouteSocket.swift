@@ -399,6 +399,15 @@ final class RawRouteSocket {
         return tables
     }
 
+    /// The policy rules of `family`, in the kernel's order (by priority).
+    func rules(family: AddressFamily) throws(NetlinkError) -> [PolicyRule] {
+        var rules: [PolicyRule] = []
+        try forEachRule(family: family) { payload in
+            if let rule = PolicyRule(payload: payload), rule.family == family { rules.append(rule) }
+        }
+        return rules
+    }
+
     /// Calls `body` with the payload (`struct fib_rule_hdr` and attributes) of each rule of `family`.
     private func forEachRule(family: AddressFamily, _ body: (UnsafeRawBufferPointer) -> Void) throws(NetlinkError) {
         let fd = try socketDescriptor()

@@ -186,6 +186,20 @@ final class RequestSocket {
         try raw.policyRules(family: family)
     }
 
+    /// The policy rules of both families, IPv4's first, each in the kernel's order. A kernel
+    /// without policy routing for a family (no `CONFIG_IP_MULTIPLE_TABLES`) has none to give.
+    func rules() throws(NetlinkError) -> [PolicyRule] {
+        var rules: [PolicyRule] = []
+        for family in AddressFamily.allCases {
+            do {
+                rules += try raw.rules(family: family)
+            } catch where error.systemErrno == EOPNOTSUPP || error.systemErrno == EAFNOSUPPORT {
+                continue
+            }
+        }
+        return rules
+    }
+
     /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE, as
     /// `ip route get`; policy rules apply), on the bare socket: one datagram each way.
     func lookupRoute(to destination: IPAddress, from source: IPAddress?, outputLinkIndex: Int32?,

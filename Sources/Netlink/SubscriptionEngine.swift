@@ -11,8 +11,8 @@ import Synchronization
 /// into a buffer it keeps (see `readNotifications`). Route, link and address messages are
 /// parsed here from the kernel's bytes (route messages are kept only when they are default
 /// routes; libnl's link and address caches serve the initial dump and every re-read, and are
-/// not consulted in between); policy-rule messages are reported as
-/// ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout:
+/// not consulted in between); a policy-rule message has its family's rules read again, then
+/// reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout:
 /// nothing runs while nothing changes.
 final class SubscriptionEngine: @unchecked Sendable {
     // @unchecked Sendable: the properties under "loop thread only" are created, read and freed by
@@ -51,6 +51,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether `nexthopObjects` may be out of date: the kernel flushes the objects of a link
     /// that goes down or loses its carrier without a message, and a route named an unknown one.
     private var nexthopObjectsStale = false
+    /// Families whose policy rules changed, to be read again (see `ruleMessage`).
+    private var rulesToReread: Set<AddressFamily> = []
     /// Messages seen since the loop last woke up for the notification socket (see
     /// `publishFirstMessage`).
     private var messagesSinceWake = 0
@@ -270,11 +272,13 @@ final class SubscriptionEngine: @unchecked Sendable {
         state.links = linksFromCache()
         state.linkRevision = Self.nextLinkRevision()
         state.addresses = addressesFromCache()
+        state.policyRules = try requests!.rules()
         nexthopObjects = try requests!.nexthopObjects()
         state.defaultRoutes = try dumpDefaultRoutes(filter: .defaultRoutes)
         batch.removeAll()
         linksToReconcile.removeAll()
         tablesToReconcile.removeAll()
+        rulesToReread.removeAll()
     }
 
     private func loop() {
@@ -513,13 +517,36 @@ final class SubscriptionEngine: @unchecked Sendable {
         if let link = Link(message: header) { applyLink(link, deleted: header.pointee.nlmsg_type == RTM_DELLINK) }
     }
 
-    /// A policy-rule notification: only its family is reported (the first byte of a rule
-    /// message, `struct fib_rule_hdr`).
+    /// A policy-rule notification: its family's rules are read again once the datagrams
+    /// waiting are read (a script that adds a hundred rules costs one dump, not a hundred), and
+    /// reported then (`rereadRules`). Its family is the first byte of a rule message
+    /// (`struct fib_rule_hdr`).
     private func ruleMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
         guard Int(header.pointee.nlmsg_len) > MemoryLayout<nlmsghdr>.size,
               let family = AddressFamily(kernel: Int32(UnsafeRawPointer(header).load(fromByteOffset: MemoryLayout<nlmsghdr>.size, as: UInt8.self)))
         else { return }
-        batch.append(.rulesChanged(family))
+        rulesToReread.insert(family)
+    }
+
+    /// Reads the rules of the marked families again, reports each family whose rules changed,
+    /// and marks the tables that a rule names for the first time for a re-read.
+    private func rereadRules() throws(NetlinkError) {
+        let current = try requests!.rules()
+        for family in AddressFamily.allCases where rulesToReread.contains(family) {
+            let old = state.policyRules.filter { $0.family == family }
+            let new = current.filter { $0.family == family }
+            guard old != new else { continue }
+            let others = state.policyRules.filter { $0.family != family }
+            state.policyRules = family == .ipv4 ? new + others : others + new
+            batch.append(.rulesChanged(family))
+            // A table a rule names from now on may hold default routes that the start did not
+            // read (an IPv4 table dumped after the main one is read only when a rule names it).
+            let named = Set(old.map(\.table))
+            for rule in new where rule.action == .toTable && !named.contains(rule.table) {
+                tablesToReconcile.insert(TableKey(family: family, table: rule.table))
+            }
+        }
+        rulesToReread.removeAll()
     }
 
     /// A route notification: default routes update the state; other routes are reported as
@@ -603,7 +630,16 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// dump of one table: in IPv4 read to the table's first route that is not a default route (a
     /// datagram, however large the table), in IPv6 filtered by the kernel by output link too.
     private func reconcileMarked() {
-        guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty || nexthopObjectsStale else { return }
+        guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty || nexthopObjectsStale || !rulesToReread.isEmpty
+        else { return }
+        if !rulesToReread.isEmpty {
+            do {
+                try rereadRules()
+            } catch {
+                resynchronize(reason: .error(error))
+                return
+            }
+        }
         // The kernel flushes the next-hop objects of a link that goes down or loses its
         // carrier (`nexthop_flush_dev`), and with them the routes left without one, without a
         // message; a group keeps its other members, and the routes that use it stay: the
@@ -738,6 +774,8 @@ final class SubscriptionEngine: @unchecked Sendable {
                 nexthopObjects = try requests!.nexthopObjects()
                 nexthopObjectsStale = false
                 try reread(.defaultRoutes)
+                state.policyRules = try requests!.rules()
+                rulesToReread.removeAll()
                 linksToReconcile.removeAll()
                 tablesToReconcile.removeAll()
                 batch.append(.resynchronized(reason))

@@ -42,6 +42,32 @@ struct WatchAndWaitTests {
             && $0["reachable"] as? Bool == false })
     }
 
+    /// WireGuard's `wg-quick` rules send the internet through the tunnel's table; `reach check`
+    /// and `reach watch` follow them, and follow them away ("wg0" is a veth here: the test
+    /// machine has no WireGuard module, and the rules are what matters).
+    @Test func theInternetFollowsPolicyRulesToATunnelsTable() throws {
+        let ns = try TestNamespace("cliwg")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinks + [
+            "link set wa name wg0", "route add default via 10.1.0.2 dev va",
+            "route add default dev wg0 table 51820",
+            "rule add not fwmark 0xca6c table 51820", "rule add table main suppress_prefixlength 0",
+        ])
+        let answer = try reach("check", "--json", "--netns", ns.name)
+        #expect(answer.status == 0, "\(answer.output)")
+        #expect(answer.output.contains("\"name\":\"wg0\""), "\(answer.output)")
+        let watch = try ReachProcess(["watch", "--json", "--netns", ns.name])
+        defer { watch.stop() }
+        #expect(eventually { objects(watch).count == 1 })
+        #expect((objects(watch).first?["interface"] as? [String: Any])?["name"] as? String == "wg0", "\(objects(watch))")
+        // `wg-quick down`: the rules go, and the internet goes through va again.
+        try ns.batch(["rule del table main suppress_prefixlength 0", "rule del not fwmark 0xca6c table 51820"])
+        #expect(eventually { (objects(watch).last?["interface"] as? [String: Any])?["name"] as? String == "va" },
+                "\(objects(watch))")
+        let after = try reach("check", "--json", "--netns", ns.name)
+        #expect(after.output.contains("\"name\":\"va\""), "\(after.output)")
+    }
+
     /// The human lines, byte for byte: the timestamp, then every field in its place (a direct
     /// route, a gateway, no route, a carrier loss, IPv4 and IPv6).
     @Test func watchHumanLinesCarryEveryFieldByteForByte() throws {

@@ -87,38 +87,14 @@ public enum ReachabilityEvaluator {
         }
     }
 
-    /// Evaluates "the internet": the best default route of the main table, IPv4 or IPv6,
-    /// through a usable link (lowest metric first; IPv4 before IPv6 on a tie), among
-    /// ``internetRoutes(_:)``. A multipath default route is usable while one of its next hops
-    /// is (see ``evaluateNexthops(of:links:classifications:)``).
+    /// Evaluates "the internet": the best default route, IPv4 or IPv6, through a usable link,
+    /// among ``internetRoutes(_:userID:)`` (the tables the policy rules give this host's traffic;
+    /// lowest metric first). A multipath default route is usable while one of its next hops is
+    /// (see ``evaluateNexthops(of:links:classifications:)``).
     public static func evaluateInternet(_ state: NetworkState,
                                         classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         let answers = internetRoutes(state).flatMap { evaluateNexthops(of: $0, links: state.links, classifications: classifications) }
         return best(of: answers) ?? .notReachable(.noDefaultRoute)
-    }
-
-    /// The default routes of the main table that can carry traffic to the internet, lowest
-    /// metric first (IPv4 before IPv6 on a tie): in each family, the unicast ones for every type
-    /// of service (a route for one type of service carries only that traffic), up to the first
-    /// that refuses (unreachable, prohibit, blackhole or throw), which is included. The kernel's
-    /// lookup takes that one before any default route with a higher metric, so those cannot
-    /// carry anything: an `unreachable default metric 1` (a VPN's kill switch) makes the family
-    /// unreachable whatever routes follow it.
-    public static func internetRoutes(_ state: NetworkState) -> [Route] {
-        let refusing: Set<RouteType> = [.unreachable, .prohibit, .blackhole, .throw]
-        var blocked: Set<AddressFamily> = []
-        var routes: [Route] = []
-        let ordered = state.defaultRoutes.values
-            .filter { $0.table == .main && $0.tos == 0 }
-            .sorted { ($0.metric, $0.family.rawValue, $0.outputLinkIndex ?? 0) < ($1.metric, $1.family.rawValue, $1.outputLinkIndex ?? 0) }
-        for route in ordered where !blocked.contains(route.family) {
-            if route.type == .unicast { routes.append(route) }
-            if refusing.contains(route.type) {
-                routes.append(route)
-                blocked.insert(route.family)
-            }
-        }
-        return routes
     }
 
     /// The best of several answers (the addresses of one host, the default routes): the first

@@ -2,10 +2,10 @@ import Netlink
 
 /// One-shot answers from the kernel, without a subscription: what `reach check` uses.
 ///
-/// Each call reads the namespace's links (and, for the internet, its default routes), asks the
-/// kernel for a route lookup per address, and classifies the links the answers go out through,
-/// with what those stack on (sysfs is read once per link and kept; the other links are not
-/// read). For answers that follow changes, use ``Reachability`` or
+/// Each call reads the namespace's links (and, for the internet, its default routes and policy
+/// rules), asks the kernel for a route lookup per address, and classifies the links the answers
+/// go out through, with what those stack on (sysfs is read once per link and kept; the other
+/// links are not read). For answers that follow changes, use ``Reachability`` or
 /// ``NetworkPathMonitor``.
 public final class ReachabilityProbe: Sendable {
     /// The namespace asked.
@@ -40,7 +40,8 @@ public final class ReachabilityProbe: Sendable {
     public func answer(for target: ReachabilityTarget) async throws(ReachabilityError) -> (answer: ReachabilityAnswer, addresses: [IPAddress]) {
         switch target {
         case .internet:
-            let state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
+            var state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
+            state.policyRules = try kernel { try connection.rules() }
             let used = state.defaultRoutes.values.compactMap(\.outputLinkIndex)
             let classifications = classifier.classifications(of: used, among: state.links.values)
             return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])

@@ -1,0 +1,118 @@
+import Netlink
+import Reachability
+import Testing
+
+/// Which default routes carry the internet's traffic once policy rules choose the tables: the
+/// kernel's rule walk for a packet this host sends without a mark.
+@Suite("The internet through policy rules")
+struct InternetRuleTests {
+    static let links: [Link] = [
+        Link(index: 2, name: "eth0", arphrdType: .ether, flags: [.up, .running, .lowerUp], operState: .up, mtu: 1500),
+        Link(index: 3, name: "wg0", arphrdType: .none, flags: [.up, .running, .lowerUp, .pointToPoint], operState: .unknown, mtu: 1420),
+    ]
+
+    static func route(table: UInt32 = 254, dev index: Int32 = 2, metric: UInt32 = 0, type: RouteType = .unicast,
+                      family: AddressFamily = .ipv4) -> Route {
+        Route(family: family, table: RouteTable(rawValue: table), destination: IPNetwork(family == .ipv4 ? "0.0.0.0/0" : "::/0")!,
+              type: type, metric: metric, nexthops: type == .unicast ? [Nexthop(linkIndex: index)] : [])
+    }
+
+    static func rule(_ priority: UInt32, table: UInt32 = 254, action: PolicyRule.Action = .toTable,
+                     family: AddressFamily = .ipv4, _ configure: (inout PolicyRule) -> Void = { _ in }) -> PolicyRule {
+        var rule = PolicyRule(family: family, priority: priority, action: action, table: RouteTable(rawValue: table))
+        configure(&rule)
+        return rule
+    }
+
+    /// The kernel's three rules: local, main, default.
+    static let standard = [rule(0, table: 255), rule(32766), rule(32767, table: 253)]
+
+    static func state(_ routes: [Route], rules: [PolicyRule]) -> NetworkState {
+        var state = NetworkState(links: links, addresses: [], defaultRoutes: routes)
+        state.policyRules = rules
+        return state
+    }
+
+    static func internet(_ routes: [Route], rules: [PolicyRule], userID: UInt32 = 1000) -> [Int32?] {
+        ReachabilityEvaluator.internetRoutes(state(routes, rules: rules), userID: userID).map(\.outputLinkIndex)
+    }
+
+    @Test func theStandardRulesRouteByTheMainTableThenTheDefaultOne() {
+        #expect(Self.internet([Self.route(), Self.route(table: 100, dev: 3)], rules: Self.standard) == [2])
+        #expect(Self.internet([Self.route(table: 253, dev: 3)], rules: Self.standard) == [3],
+                "the default table (253) is looked up when the main one has no default route")
+        #expect(Self.internet([Self.route(table: 253, dev: 3)], rules: []) == [],
+                "without rules, the main table alone")
+    }
+
+    /// `wg-quick`: `lookup main suppress_prefixlength 0`, `not fwmark 0xca6c lookup 51820`.
+    @Test func wireGuardsRulesSendTheInternetThroughTheTunnelsTable() {
+        let rules = [
+            Self.rule(0, table: 255),
+            Self.rule(32764) { $0.suppressPrefixLength = 0 },
+            Self.rule(32765, table: 51820) { $0.isInverted = true; $0.firewallMark = 0xca6c; $0.firewallMask = 0xffff_ffff },
+        ] + Self.standard.dropFirst()
+        let routes = [Self.route(dev: 2, metric: 100), Self.route(table: 51820, dev: 3)]
+        #expect(Self.internet(routes, rules: rules) == [3])
+        let answer = ReachabilityEvaluator.evaluateInternet(Self.state(routes, rules: rules), classifications: [:])
+        #expect(answer.interface?.name == "wg0")
+        // The tunnel's table loses its route: the main table's, suppressed by the first rule,
+        // is still found by the main rule further down.
+        #expect(Self.internet([routes[0]], rules: rules) == [2])
+    }
+
+    @Test func rulesForMarkedTrafficOtherUsersOrLinksDoNotSelectTheInternet() {
+        let routes = [Self.route(), Self.route(table: 52, dev: 3)]
+        let marked = Self.rule(5210, table: 52) { $0.firewallMark = 0x80000; $0.firewallMask = 0xff0000 }
+        #expect(Self.internet(routes, rules: [marked] + Self.standard) == [2])
+        let otherUsers = Self.rule(100, table: 52) { $0.userIDs = 2000...2999 }
+        #expect(Self.internet(routes, rules: [otherUsers] + Self.standard) == [2])
+        #expect(Self.internet(routes, rules: [otherUsers] + Self.standard, userID: 2500) == [3])
+        let fromEth = Self.rule(100, table: 52) { $0.inputLinkName = "eth0" }
+        #expect(Self.internet(routes, rules: [fromEth] + Self.standard) == [2])
+        let fromHere = Self.rule(100, table: 52) { $0.inputLinkName = "lo" }
+        #expect(Self.internet(routes, rules: [fromHere] + Self.standard) == [3], "this host's packets come in on lo")
+        let bound = Self.rule(100, table: 52) { $0.outputLinkName = "wg0" }
+        #expect(Self.internet(routes, rules: [bound] + Self.standard) == [2])
+        let toSome = Self.rule(100, table: 52) { $0.destination = IPNetwork("10.0.0.0/8") }
+        #expect(Self.internet(routes, rules: [toSome] + Self.standard) == [2])
+        let notToSome = Self.rule(100, table: 52) { $0.destination = IPNetwork("10.0.0.0/8"); $0.isInverted = true }
+        #expect(Self.internet(routes, rules: [notToSome] + Self.standard) == [3])
+        let fromAnAddress = Self.rule(100, table: 52) { $0.source = IPNetwork("192.0.2.0/24") }
+        #expect(Self.internet(routes, rules: [fromAnAddress] + Self.standard) == [2], "an unbound socket has no source yet")
+        let web = Self.rule(100, table: 52) { $0.ipProtocol = 6; $0.destinationPorts = 443...443 }
+        #expect(Self.internet(routes, rules: [web] + Self.standard) == [2])
+    }
+
+    @Test func refusingRulesAndRoutesEndTheFamilyAndThrowPassesOn() {
+        let v6 = Self.route(family: .ipv6)
+        let prohibit = Self.rule(100, action: .prohibit)
+        let rules6 = Self.standard.map { var rule = $0; rule.family = .ipv6; return rule }
+        let answer = ReachabilityEvaluator.internetRoutes(Self.state([Self.route(), v6], rules: [prohibit] + Self.standard + rules6))
+        #expect(answer.map(\.family) == [.ipv6], "the IPv4 rule ends IPv4; IPv6 goes on through its main table")
+        // A throw route in table 100 passes the packet to the main table; an unreachable one
+        // refuses, and is the family's only answer.
+        let table100 = [Self.rule(100, table: 100)] + Self.standard
+        #expect(Self.internet([Self.route(table: 100, type: .throw), Self.route()], rules: table100) == [2])
+        let refused = ReachabilityEvaluator.internetRoutes(
+            Self.state([Self.route(table: 100, type: .unreachable), Self.route()], rules: table100), userID: 0)
+        #expect(refused.map(\.type) == [.unreachable])
+    }
+
+    @Test func gotoJumpsToItsTargetAndNopGoesOn() {
+        let routes = [Self.route(), Self.route(table: 100, dev: 3)]
+        let jump = [Self.rule(10, action: .goto) { $0.gotoTarget = 30 }, Self.rule(20, table: 100),
+                    Self.rule(30, action: .nop)] + Self.standard
+        #expect(Self.internet(routes, rules: jump) == [2], "the goto passes over rule 20")
+        let unresolved = [Self.rule(10, action: .goto) { $0.gotoTarget = 25 }, Self.rule(20, table: 100)] + Self.standard
+        #expect(Self.internet(routes, rules: unresolved) == [3], "a goto without its target is passed over")
+    }
+
+    @Test func aSuppressedTableStillRefusesWithARefusingRoute() {
+        let rules = [Self.rule(100) { $0.suppressPrefixLength = 0 }, Self.rule(200, table: 100)] + Self.standard
+        #expect(Self.internet([Self.route(metric: 5), Self.route(table: 100, dev: 3)], rules: rules) == [3])
+        let killSwitch = ReachabilityEvaluator.internetRoutes(
+            Self.state([Self.route(metric: 5), Self.route(metric: 1, type: .unreachable), Self.route(table: 100, dev: 3)], rules: rules))
+        #expect(killSwitch.map(\.type) == [.unreachable], "a refusal is not an answer the rule can suppress")
+    }
+}
