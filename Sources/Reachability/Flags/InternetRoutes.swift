@@ -13,7 +13,7 @@ extension ReachabilityEvaluator {
     /// kernel would try them: by policy rule, then lowest metric first (IPv4 before IPv6 on a
     /// tie).
     ///
-    /// In each family, the rules (``NetworkState/policyRules``) are walked by priority, as the
+    /// In each family, the rules (`NetworkState.policyRules`) are walked by priority, as the
     /// kernel walks them for a packet that a socket of `userID`, bound to no link, sends
     /// without a firewall mark, from this host (input link `lo`), to an address in no
     /// particular prefix. A rule that selects such a packet (see ``ruleSelectsInternetTraffic(_:userID:)``):
