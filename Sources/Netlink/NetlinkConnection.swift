@@ -53,9 +53,9 @@ public final class NetlinkConnection: @unchecked Sendable {
         try routes(.defaultRoutes)
     }
 
-    /// The policy-routing rules (`ip rule`) of both families, IPv4's first, each in the kernel's
-    /// order (by priority).
-    public func rules() throws(NetlinkError) -> [PolicyRule] {
+    /// The policy-routing rules (`ip rule`) of each family, in the kernel's order (by
+    /// priority). A family whose kernel has no policy routing has no entry.
+    public func rules() throws(NetlinkError) -> [AddressFamily: [PolicyRule]] {
         try lock.withLock { () throws(NetlinkError) in try socket.rules() }
     }
 

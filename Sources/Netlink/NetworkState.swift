@@ -15,10 +15,11 @@ public struct NetworkState: Sendable, Hashable {
     /// IPv4 table whose id is 255 modulo 256 and that no policy rule names is not read then) and
     /// follows every change the kernel announces afterwards, in every table.
     public var defaultRoutes: [Route.Key: Route]
-    /// The policy-routing rules (`ip rule`) of both families, IPv4's first, each in the kernel's
-    /// order (by priority). Empty when none were read (a state built by hand, or a kernel
-    /// without policy routing): the main table is then the one that routes.
-    public var policyRules: [PolicyRule] = []
+    /// The policy-routing rules (`ip rule`) of each family whose rules were read, in the
+    /// kernel's order (by priority). A family without an entry (in a state built by hand, or
+    /// on a kernel without policy routing for it) is routed by its main table; one with an
+    /// empty list routes nothing, as the kernel does once every rule is deleted.
+    public var policyRules: [AddressFamily: [PolicyRule]] = [:]
     /// Changes whenever a link is added or removed, or changes what it is rather than what state
     /// it is in (see ``Link/differsOnlyInState(from:)``). A subscription sets it, from one
     /// counter for the whole process, so equal revisions mean links that differ at most in their

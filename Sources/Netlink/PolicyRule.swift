@@ -21,6 +21,9 @@ public struct PolicyRule: Sendable, Hashable, CustomStringConvertible {
     public var isInverted: Bool
     /// Only packets from this prefix (`from`).
     public var source: IPNetwork?
+    /// Whether an IPv6 lookup without a source address yet passes the ``source`` test
+    /// (`FIB_RULE_FIND_SADDR`).
+    public var findsSourceAddress: Bool
     /// Only packets to this prefix (`to`).
     public var destination: IPNetwork?
     /// Only packets that arrive on this link (`iif`); `lo` for packets this host sends.
@@ -45,8 +48,9 @@ public struct PolicyRule: Sendable, Hashable, CustomStringConvertible {
     public var sourcePorts: ClosedRange<UInt16>?
     /// Only packets to these ports (`dport`).
     public var destinationPorts: ClosedRange<UInt16>?
-    /// Whether the rule selects by something else the library does not model: a tunnel id, a
-    /// VRF's device (`l3mdev`), DSCP or an IPv6 flow label.
+    /// Whether the rule selects by something else that the library does not model and that
+    /// unmarked traffic of an unbound socket does not have: a tunnel id, a VRF's device
+    /// (`l3mdev`), a DSCP or IPv6 flow label other than 0.
     public var selectsByOtherFields: Bool
     /// The priority of the rule to jump to, for ``Action/goto``.
     public var gotoTarget: UInt32?
@@ -63,6 +67,7 @@ public struct PolicyRule: Sendable, Hashable, CustomStringConvertible {
         self.action = action
         self.table = table
         isInverted = false
+        findsSourceAddress = false
         linkIsMissing = false
         firewallMark = 0
         firewallMask = 0
@@ -143,6 +148,7 @@ extension PolicyRule {
                   table: RouteTable(rawValue: UInt32(payload[4])))
         tos = payload[3]
         isInverted = flags & 0x2 != 0                       // FIB_RULE_INVERT
+        findsSourceAddress = flags & 0x1_0000 != 0          // FIB_RULE_FIND_SADDR
         linkIsMissing = flags & (0x8 | 0x10) != 0           // FIB_RULE_IIF_DETACHED, FIB_RULE_OIF_DETACHED
         let zero: IPAddress = family == .ipv4 ? .v4(.any) : .v6(.any)
         if destinationLength > 0 { destination = IPNetwork(address: zero, prefixLength: destinationLength) }
@@ -163,9 +169,10 @@ extension PolicyRule {
             case 6: priority = value.u32 ?? 0                // FRA_PRIORITY
             case 10: firewallMark = value.u32 ?? 0           // FRA_FWMARK
             case 16: firewallMask = value.u32 ?? 0           // FRA_FWMASK
-            // FRA_SUPPRESS_IFGROUP, FRA_SUPPRESS_PREFIXLEN: the kernel sends -1 for "none".
+            // FRA_SUPPRESS_IFGROUP, FRA_SUPPRESS_PREFIXLEN: the kernel sends -1 for "none", and
+            // keeps the length as an int: one of 2^31 or more is negative and suppresses nothing.
             case 13: suppressInterfaceGroup = value.u32.flatMap { $0 == .max ? nil : $0 }
-            case 14: suppressPrefixLength = value.u32.flatMap { $0 == .max ? nil : $0 }
+            case 14: suppressPrefixLength = value.u32.flatMap { $0 > UInt32(Int32.max) ? nil : $0 }
             case 15: if let id = value.u32 { table = RouteTable(rawValue: id) }  // FRA_TABLE
             case 20:                                         // FRA_UID_RANGE
                 guard value.count >= 8 else { return nil }
@@ -177,10 +184,15 @@ extension PolicyRule {
                 let start = value.loadUnaligned(as: UInt16.self), end = value.loadUnaligned(fromByteOffset: 2, as: UInt16.self)
                 let range = start <= end ? start...end : nil
                 if type == 23 { sourcePorts = range } else { destinationPorts = range }
-            case 12, 19, 25, 26, 27, 28, 29, 30:
-                // FRA_TUN_ID, FRA_L3MDEV, and from Linux 6.14 on FRA_DSCP, FRA_FLOWLABEL and
-                // their masks: selectors of traffic the library does not model.
-                selectsByOtherFields = selectsByOtherFields || value.contains { $0 != 0 } || type == 19
+            case 12, 25, 26:
+                // FRA_TUN_ID, FRA_DSCP (Linux 6.12+) and FRA_FLOWLABEL (6.14+): traffic without
+                // a tunnel, with DSCP 0 and flow label 0 passes a value of 0 whatever its mask
+                // (the kernel refuses a value with bits outside the mask; masks, 27-30, and the
+                // port masks, which come only with port ranges, are not needed).
+                if value.contains(where: { $0 != 0 }) { selectsByOtherFields = true }
+            case 19:
+                // FRA_L3MDEV: only traffic of a VRF, which an unbound socket's is not.
+                selectsByOtherFields = true
             default:
                 continue
             }

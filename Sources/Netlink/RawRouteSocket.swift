@@ -369,7 +369,10 @@ final class RawRouteSocket {
     func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
         var summary = PolicyRuleSummary(fingerprint: 0, suppressesByInterfaceGroup: false)
         var hasher = Hasher()
-        try forEachRule(family: family) { payload in
+        try forEachRule(family: family, restart: {
+            hasher = Hasher()
+            summary.suppressesByInterfaceGroup = false
+        }) { payload in
             hasher.combine(bytes: payload)
             var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
             while let (type, value) = attributes.next() {
@@ -387,7 +390,7 @@ final class RawRouteSocket {
     /// below 256), in the order of the rules, each once.
     func ruleTables(family: AddressFamily) throws(NetlinkError) -> [UInt32] {
         var tables: [UInt32] = []
-        try forEachRule(family: family) { payload in
+        try forEachRule(family: family, restart: { tables.removeAll() }) { payload in
             guard payload.count >= Self.ruleHeaderSize else { return }
             var table = UInt32(payload[4])
             var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
@@ -402,27 +405,37 @@ final class RawRouteSocket {
     /// The policy rules of `family`, in the kernel's order (by priority).
     func rules(family: AddressFamily) throws(NetlinkError) -> [PolicyRule] {
         var rules: [PolicyRule] = []
-        try forEachRule(family: family) { payload in
+        try forEachRule(family: family, restart: { rules.removeAll() }) { payload in
             if let rule = PolicyRule(payload: payload), rule.family == family { rules.append(rule) }
         }
         return rules
     }
 
     /// Calls `body` with the payload (`struct fib_rule_hdr` and attributes) of each rule of `family`.
-    private func forEachRule(family: AddressFamily, _ body: (UnsafeRawBufferPointer) -> Void) throws(NetlinkError) {
-        let fd = try socketDescriptor()
-        sequence &+= 1
-        let seq = sequence
-        request.reset()
-        request.begin(type: UInt16(RTM_GETRULE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
-        // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action, flags.
-        request.append((family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0)))
-        request.end()
-        try send(request.bytes, on: fd, context: "send rule dump")
-        _ = try readDump(on: fd, sequence: seq, reading: .taking, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
-            guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWRULE) else { return true }
-            if let payload = netlinkPayload(of: header, atLeast: 0) { body(payload) }
-            return true
+    /// A dump that a change interrupted (`NLM_F_DUMP_INTR`: a rule skipped or seen twice) is
+    /// asked again, after `restart` tells the caller to drop what it has seen.
+    private func forEachRule(family: AddressFamily, restart: () -> Void,
+                             _ body: (UnsafeRawBufferPointer) -> Void) throws(NetlinkError) {
+        var attempts = 0
+        while true {
+            let fd = try socketDescriptor()
+            sequence &+= 1
+            let seq = sequence
+            request.reset()
+            request.begin(type: UInt16(RTM_GETRULE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
+            // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action, flags.
+            request.append((family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0)))
+            request.end()
+            try send(request.bytes, on: fd, context: "send rule dump")
+            let outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
+                guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWRULE) else { return true }
+                if let payload = netlinkPayload(of: header, atLeast: 0) { body(payload) }
+                return true
+            }
+            guard outcome.interrupted else { return }
+            attempts += 1
+            if attempts >= 50 { throw .dumpInterrupted }
+            restart()
         }
     }
 

@@ -186,13 +186,13 @@ final class RequestSocket {
         try raw.policyRules(family: family)
     }
 
-    /// The policy rules of both families, IPv4's first, each in the kernel's order. A kernel
-    /// without policy routing for a family (no `CONFIG_IP_MULTIPLE_TABLES`) has none to give.
-    func rules() throws(NetlinkError) -> [PolicyRule] {
-        var rules: [PolicyRule] = []
+    /// The policy rules of each family, in the kernel's order. A family whose kernel has no
+    /// policy routing (no `CONFIG_IP_MULTIPLE_TABLES`) has no entry.
+    func rules() throws(NetlinkError) -> [AddressFamily: [PolicyRule]] {
+        var rules: [AddressFamily: [PolicyRule]] = [:]
         for family in AddressFamily.allCases {
             do {
-                rules += try raw.rules(family: family)
+                rules[family] = try raw.rules(family: family)
             } catch where error.systemErrno == EOPNOTSUPP || error.systemErrno == EAFNOSUPPORT {
                 continue
             }

@@ -433,6 +433,11 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard let change = upsert(link, at: link.index, in: &state.links) else { return }
         noteLinkChange(change)
         batch.append(.link(change))
+        switch change {
+        case .new(let new): rereadRulesNaming(new.name)
+        case .changed(let old, let new) where old.name != new.name: rereadRulesNaming(old.name, new.name)
+        default: break
+        }
         let reachability: InterfaceFlags = [.up, .running, .lowerUp]
         if case .changed(let old, _) = change,
            old.flags.intersection(reachability) != link.flags.intersection(reachability) || old.operState != link.operState {
@@ -460,6 +465,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         let old = state.links.removeValue(forKey: index) ?? lastSeen
         state.linkRevision = Self.nextLinkRevision()
         batch.append(.link(.removed(old)))
+        rereadRulesNaming(old.name)
         for (key, address) in state.addresses where address.linkIndex == index {
             state.addresses[key] = nil
             batch.append(.address(.removed(address)))
@@ -528,25 +534,43 @@ final class SubscriptionEngine: @unchecked Sendable {
         rulesToReread.insert(family)
     }
 
-    /// Reads the rules of the marked families again, reports each family whose rules changed,
-    /// and marks the tables that a rule names for the first time for a re-read.
+    /// Reads the rules again, reports each marked family (as every rule message was reported
+    /// before the rules were kept: a rule may differ in what ``PolicyRule`` does not hold), and
+    /// marks the tables that a rule names for the first time for a re-read.
     private func rereadRules() throws(NetlinkError) {
         let current = try requests!.rules()
         for family in AddressFamily.allCases where rulesToReread.contains(family) {
-            let old = state.policyRules.filter { $0.family == family }
-            let new = current.filter { $0.family == family }
-            guard old != new else { continue }
-            let others = state.policyRules.filter { $0.family != family }
-            state.policyRules = family == .ipv4 ? new + others : others + new
+            adoptRules(current[family], of: family)
             batch.append(.rulesChanged(family))
-            // A table a rule names from now on may hold default routes that the start did not
-            // read (an IPv4 table dumped after the main one is read only when a rule names it).
-            let named = Set(old.map(\.table))
-            for rule in new where rule.action == .toTable && !named.contains(rule.table) {
-                tablesToReconcile.insert(TableKey(family: family, table: rule.table))
-            }
         }
         rulesToReread.removeAll()
+    }
+
+    /// Makes `rules` the state's rules of `family`, and marks the tables that a rule names for
+    /// the first time: their default routes may not have been read (an IPv4 table dumped after
+    /// the main one is read at the start only when a rule names it).
+    /// - Returns: Whether the rules changed.
+    @discardableResult
+    private func adoptRules(_ rules: [PolicyRule]?, of family: AddressFamily) -> Bool {
+        let old = state.policyRules[family]
+        guard old != rules else { return false }
+        state.policyRules[family] = rules
+        let named = Set((old ?? []).map(\.table))
+        for rule in rules ?? [] where rule.action == .toTable && !named.contains(rule.table) {
+            tablesToReconcile.insert(TableKey(family: family, table: rule.table))
+        }
+        return true
+    }
+
+    /// Marks for a re-read the families with a rule that names a link by `names`: the kernel
+    /// attaches and detaches such rules when a link of that name comes, goes or is renamed,
+    /// without a rule message.
+    private func rereadRulesNaming(_ names: String...) {
+        for (family, rules) in state.policyRules where rules.contains(where: { rule in
+            names.contains { $0 == rule.inputLinkName || $0 == rule.outputLinkName }
+        }) {
+            rulesToReread.insert(family)
+        }
     }
 
     /// A route notification: default routes update the state; other routes are reported as
@@ -774,7 +798,11 @@ final class SubscriptionEngine: @unchecked Sendable {
                 nexthopObjects = try requests!.nexthopObjects()
                 nexthopObjectsStale = false
                 try reread(.defaultRoutes)
-                state.policyRules = try requests!.rules()
+                // Rules the notifications would have told of: reported before `resynchronized`.
+                let rules = try requests!.rules()
+                for family in AddressFamily.allCases where adoptRules(rules[family], of: family) {
+                    batch.append(.rulesChanged(family))
+                }
                 rulesToReread.removeAll()
                 linksToReconcile.removeAll()
                 tablesToReconcile.removeAll()

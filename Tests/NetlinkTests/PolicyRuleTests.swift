@@ -68,14 +68,30 @@ struct LivePolicyRuleTests {
             let subscription = try NetlinkSubscription(namespace: .named(ns.name))
             let rules = try kernel.rules()
             #expect(subscription.state.policyRules == rules)
-            #expect(rules.map(\.priority) == [0, 100, 32766, 32767, 0, 200, 32766], "\(rules)")
-            #expect(rules.first { $0.priority == 100 }?.firewallMark == 0x10)
-            #expect(rules.first { $0.priority == 200 }?.source == IPNetwork("2001:db8::/32"))
+            #expect(rules[.ipv4]?.map(\.priority) == [0, 100, 32766, 32767], "\(rules)")
+            #expect(rules[.ipv6]?.map(\.priority) == [0, 200, 32766], "\(rules)")
+            #expect(rules[.ipv4]?.first { $0.priority == 100 }?.firewallMark == 0x10)
+            #expect(rules[.ipv6]?.first { $0.priority == 200 }?.source == IPNetwork("2001:db8::/32"))
             let recorder = EventRecorder(subscription)
             try ns.ip("rule", "add", "iif", "lo", "lookup", "300", "pref", "300")
             #expect(recorder.waitFor { if case .rulesChanged(.ipv4) = $0 { return true } else { return false } })
             #expect(eventually { subscription.state.policyRules == (try? kernel.rules()) })
-            #expect(subscription.state.policyRules.contains { $0.priority == 300 && $0.inputLinkName == "lo" })
+            #expect(subscription.state.policyRules[.ipv4]?.contains { $0.priority == 300 && $0.inputLinkName == "lo" } == true)
+        }
+    }
+
+    /// The kernel detaches a rule from a link that is renamed or goes away, and attaches it to
+    /// one that takes its name, without a rule message: the subscription reads the rules again.
+    @Test func aRenamedLinkDetachesItsRulesWithoutAMessage() async throws {
+        try await withTestNamespace("ruleiif") { ns in
+            try ns.ip("rule", "add", "iif", "lo", "lookup", "100", "pref", "100")
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            func rule() -> PolicyRule? { subscription.state.policyRules[.ipv4]?.first { $0.priority == 100 } }
+            #expect(rule()?.linkIsMissing == false)
+            try ns.batch(["link set lo down", "link set lo name lo0"])
+            #expect(eventually { rule()?.linkIsMissing == true }, "\(String(describing: rule()))")
+            try ns.ip("link", "set", "lo0", "name", "lo")
+            #expect(eventually { rule()?.linkIsMissing == false }, "\(String(describing: rule()))")
         }
     }
 

@@ -29,7 +29,7 @@ struct InternetRuleTests {
 
     static func state(_ routes: [Route], rules: [PolicyRule]) -> NetworkState {
         var state = NetworkState(links: links, addresses: [], defaultRoutes: routes)
-        state.policyRules = rules
+        state.policyRules = Dictionary(grouping: rules, by: \.family)
         return state
     }
 
@@ -114,5 +114,82 @@ struct InternetRuleTests {
         let killSwitch = ReachabilityEvaluator.internetRoutes(
             Self.state([Self.route(metric: 5), Self.route(metric: 1, type: .unreachable), Self.route(table: 100, dev: 3)], rules: rules))
         #expect(killSwitch.map(\.type) == [.unreachable], "a refusal is not an answer the rule can suppress")
+    }
+
+    @Test func actionsOtherThanLookupGotoAndNopRefuse() {
+        for raw: UInt8 in [0, 4, 5, 6, 7, 8] {
+            let odd = Self.rule(100, action: PolicyRule.Action(rawValue: raw))
+            #expect(Self.internet([Self.route()], rules: [odd] + Self.standard) == [], "action \(raw)")
+        }
+    }
+
+    @Test func aRouteWhoseEveryNextHopIsDeadIsPassedOver() {
+        var dead = Self.route(table: 100, dev: 3)
+        dead.nexthops[0].flags = [.dead, .linkDown]
+        let rules = [Self.rule(100, table: 100)] + Self.standard
+        #expect(Self.internet([dead, Self.route()], rules: rules) == [2], "table 100 has no live route: main answers")
+    }
+
+    @Test func aLocalDefaultRouteAnswersAndSendsNothingOut() {
+        var local = Self.route(table: 100, dev: 1)
+        local.type = .local
+        #expect(Self.internet([local, Self.route()], rules: [Self.rule(100, table: 100)] + Self.standard) == [])
+    }
+
+    @Test func aFamilyWhoseRulesWereAllDeletedRoutesNothing() {
+        var state = Self.state([Self.route()], rules: [])
+        state.policyRules[.ipv4] = []
+        #expect(ReachabilityEvaluator.internetRoutes(state).isEmpty)
+    }
+
+    @Test func aLookupOfTableZeroIsTheMainTable() {
+        let routes = [Self.route(), Self.route(table: 100, dev: 3)]
+        #expect(Self.internet(routes, rules: [Self.rule(50, table: 0), Self.rule(60, table: 100)] + Self.standard) == [2])
+    }
+
+    @Test func dscpAndFlowLabelRulesOfZeroSelectUnmarkedTraffic() {
+        // A rule whose DSCP or flow label is 0 selects this traffic; the parser marks only a
+        // non-zero value as selecting by other fields.
+        var rule = Self.rule(100, table: 100)
+        #expect(ReachabilityEvaluator.ruleSelectsInternetTraffic(rule, userID: 0))
+        rule.selectsByOtherFields = true
+        #expect(!ReachabilityEvaluator.ruleSelectsInternetTraffic(rule, userID: 0))
+    }
+
+    @Test func theLoopbackLinkIsKnownByItsIndexWhateverItsName() {
+        var state = Self.state([Self.route(), Self.route(table: 100, dev: 3)],
+                               rules: [Self.rule(100, table: 100) { $0.inputLinkName = "lo0" }] + Self.standard)
+        state.links[1] = Link(index: 1, name: "lo0", arphrdType: .loopback, flags: [.up, .running, .loopback], operState: .unknown, mtu: 65536)
+        #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [3])
+        state.policyRules[.ipv4]![0].inputLinkName = "lo"
+        #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [2])
+    }
+
+    /// A connected socket's packets are looked up again with the source the first lookup chose.
+    @Test func anIPv4RuleForTheChosenSourceDecides() {
+        let address = InterfaceAddress(linkIndex: 2, address: IPAddress("10.0.0.1")!, prefixLength: 24, scope: .universe)
+        var gatewayRoute = Self.route()
+        gatewayRoute.nexthops[0].gateway = IPAddress("10.0.0.2")
+        var state = Self.state([gatewayRoute, Self.route(table: 100, metric: 0, type: .unreachable)],
+                               rules: [Self.rule(100, table: 100) { $0.source = IPNetwork("10.0.0.1/32") }] + Self.standard)
+        state.addresses[address.key] = address
+        #expect(ReachabilityEvaluator.internetRoutes(state).map(\.type) == [.unreachable],
+                "connect() fails with EHOSTUNREACH: the second lookup, from 10.0.0.1, meets table 100")
+        state.policyRules[.ipv4]![0].source = IPNetwork("10.9.0.0/16")
+        #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [2])
+    }
+
+    @Test func anIPv6RuleByPrefixSelectsOnlyOnceASourceIsChosen() {
+        let v6rules = Self.standard.map { var rule = $0; rule.family = .ipv6; return rule }
+        let fromAll = Self.rule(60, table: 100, family: .ipv6) { $0.source = IPNetwork("::/1") }
+        let routes = [Self.route(family: .ipv6), Self.route(table: 100, dev: 3, family: .ipv6)]
+        #expect(Self.internet(routes, rules: [fromAll] + v6rules) == [2], "no source yet: the rule does not select")
+        // Main has no default route: the kernel picks a source and looks up again.
+        let address = InterfaceAddress(linkIndex: 3, address: IPAddress("2001:db8:2::1")!, prefixLength: 64, scope: .universe)
+        let fromTwo = Self.rule(60, table: 100, family: .ipv6) { $0.source = IPNetwork("2001:db8:2::/64") }
+        var state = Self.state([routes[1]], rules: [fromTwo] + v6rules)
+        #expect(ReachabilityEvaluator.internetRoutes(state).isEmpty)
+        state.addresses[address.key] = address
+        #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [3])
     }
 }

@@ -3,10 +3,11 @@ import Netlink
 
 // Which default routes carry this host's traffic to the internet: the policy rules' walk, as the
 // kernel makes it (`fib_rules_lookup`), for a packet that a process of this user sends through
-// an unbound socket, without a firewall mark, to an address no more specific route covers.
+// a socket bound to no link, without a firewall mark, to an address no more specific route
+// covers.
 
 extension ReachabilityEvaluator {
-    /// The user whose sockets the internet's traffic comes from: this process's.
+    /// The user whose sockets the internet's traffic comes from: this process's effective user.
     public static var currentUserID: UInt32 { UInt32(geteuid()) }
 
     /// The default routes that can carry this host's traffic to the internet, in the order the
@@ -15,60 +16,68 @@ extension ReachabilityEvaluator {
     ///
     /// In each family, the rules (`NetworkState.policyRules`) are walked by priority, as the
     /// kernel walks them for a packet that a socket of `userID`, bound to no link, sends
-    /// without a firewall mark, from this host (input link `lo`), to an address in no
-    /// particular prefix. A rule that selects such a packet (see ``ruleSelectsInternetTraffic(_:userID:)``):
-    /// - looking up a table: gives the table's default routes for every type of service, lowest
-    ///   metric first: the unicast ones up to the first that refuses (unreachable, prohibit,
+    /// without a firewall mark from this host (input link: the loopback link), to an address
+    /// in no particular prefix (see ``ruleSelectsInternetTraffic(_:source:userID:loopbackName:)``).
+    /// A rule that selects such a packet:
+    /// - looking up a table (table 0 is the main one): gives the table's default routes for
+    ///   every type of service, lowest metric first, passing over those whose every next hop
+    ///   is dead: the unicast ones up to the first that refuses (unreachable, prohibit,
     ///   blackhole), which is included and ends the family: the kernel's lookup takes it before
     ///   any default route with a higher metric, so those cannot carry anything (an
     ///   `unreachable default metric 1`, a VPN's kill switch, makes the family unreachable). A
-    ///   table with a unicast default route ends the walk; one without (or whose first is a
-    ///   `throw` route, or whose rule has `suppress_prefixlength`, which passes over default
-    ///   routes) passes the packet to the next rule;
-    /// - `goto`: goes on at the rule with that priority; `nop`: goes on;
-    /// - `blackhole`, `unreachable`, `prohibit`: ends the family with nothing.
+    ///   default route of another type (local, broadcast, multicast) answers too, and carries
+    ///   nothing out. A table with a unicast default route ends the walk; one without (or whose
+    ///   first is a `throw` route, or whose rule has `suppress_prefixlength`, which passes over
+    ///   default routes) passes the packet on to the next rule;
+    /// - `goto`: goes on at the first rule with that priority; `nop`: goes on;
+    /// - any other action (`blackhole`, `unreachable`, `prohibit`) ends the family with nothing.
+    ///
+    /// A connected socket's packets carry a source address, which the kernel looks up again
+    /// with: for IPv4, the source of the route the first walk found (its preferred source, or
+    /// the output link's address, preferring one whose subnet holds the gateway), walked again
+    /// when a rule selects by source; for IPv6, when the first walk finds nothing, each global
+    /// address of the host in turn, the first that finds a route being taken.
     ///
     /// A family without rules in the state (built by hand, or a kernel without policy routing)
-    /// is routed by its main table, where a `throw` default route refuses too. A rule's
-    /// `suppress_ifgroup` is not applied (links' groups are not read).
+    /// is routed by its main table, where a `throw` default route refuses too; a family whose
+    /// rules were read and are none routes nothing. A rule's `suppress_ifgroup` is not applied
+    /// (links' groups are not read).
     ///
     /// So with WireGuard's `wg-quick` (`not fwmark 51820 lookup 51820`, and `lookup main
     /// suppress_prefixlength 0` before it), the internet goes through the tunnel's table, and
     /// with a Tailscale exit node through table 52.
     public static func internetRoutes(_ state: NetworkState, userID: UInt32 = currentUserID) -> [Route] {
         var ranked: [(rank: UInt32, route: Route)] = []
+        let loopbackName = state.links[Self.loopbackIndex]?.name ?? "lo"
         for family in AddressFamily.allCases {
             let defaults = state.defaultRoutes.values.filter { $0.family == family && $0.tos == 0 }
-            let rules = state.policyRules.filter { $0.family == family }
-            if rules.isEmpty {
+            guard let rules = state.policyRules[family] else {
                 let (routes, _) = tableRoutes(defaults.filter { $0.table == .main }, suppressed: false, throwRefuses: true)
                 ranked += routes.map { (32766, $0) }
                 continue
             }
-            var index = 0
-            walk: while index < rules.count {
-                let rule = rules[index]
-                index += 1
-                guard ruleSelectsInternetTraffic(rule, userID: userID) else { continue }
-                switch rule.action {
-                case .toTable:
-                    let (routes, ends) = tableRoutes(defaults.filter { $0.table == rule.table },
-                                                     suppressed: rule.suppressPrefixLength != nil, throwRefuses: false)
-                    ranked += routes.map { (rule.priority, $0) }
-                    if ends { break walk }
-                case .goto:
-                    // The kernel jumps to the first rule with exactly that priority, always a later
-                    // one; without one, the rule is passed over.
-                    if let target = rule.gotoTarget,
-                       let next = rules[index...].firstIndex(where: { $0.priority == target }) {
-                        index = next
+            func walk(from source: IPAddress?) -> [(UInt32, Route)] {
+                walkRules(rules, defaults: defaults, source: source, userID: userID, loopbackName: loopbackName)
+            }
+            var found = walk(from: nil)
+            if rules.contains(where: { $0.source != nil }) {
+                if family == .ipv4 {
+                    // The first walk's answer: the route the kernel's lookup takes.
+                    if let first = found.first?.1, first.type == .unicast,
+                       let source = first.preferredSource ?? ipv4Source(of: first, in: state) {
+                        found = walk(from: source)
                     }
-                case let action where action.refuses:
-                    break walk
-                default:
-                    continue
+                } else if !found.contains(where: { $0.1.type == .unicast }) {
+                    for source in globalIPv6Addresses(in: state) {
+                        let again = walk(from: source)
+                        if again.contains(where: { $0.1.type == .unicast }) {
+                            found = again
+                            break
+                        }
+                    }
                 }
             }
+            ranked += found
         }
         return ranked.sorted {
             ($0.rank, $0.route.metric, $0.route.family.rawValue, $0.route.outputLinkIndex ?? 0)
@@ -76,9 +85,47 @@ extension ReachabilityEvaluator {
         }.map(\.route)
     }
 
+    /// The loopback link's index (`LOOPBACK_IFINDEX`): a host's own packets come in on it.
+    static let loopbackIndex: Int32 = 1
+
+    /// One walk of a family's rules for a packet from `source` (nil: none chosen yet), with the
+    /// routes it finds ranked by the priority of the rule that found them.
+    private static func walkRules(_ rules: [PolicyRule], defaults: [Route], source: IPAddress?, userID: UInt32,
+                                  loopbackName: String) -> [(UInt32, Route)] {
+        var found: [(UInt32, Route)] = []
+        var index = 0
+        while index < rules.count {
+            let rule = rules[index]
+            index += 1
+            guard ruleSelectsInternetTraffic(rule, source: source, userID: userID, loopbackName: loopbackName) else { continue }
+            switch rule.action {
+            case .toTable:
+                // Table 0 (a VRF rule's, for a socket of no VRF) is the main table.
+                let table = rule.table == .unspecified ? .main : rule.table
+                let (routes, ends) = tableRoutes(defaults.filter { $0.table == table },
+                                                 suppressed: rule.suppressPrefixLength != nil, throwRefuses: false)
+                found += routes.map { (rule.priority, $0) }
+                if ends { return found }
+            case .goto:
+                // The kernel jumps to the first rule with exactly that priority, always a later
+                // one; without one, the rule is passed over.
+                if let target = rule.gotoTarget,
+                   let next = rules[index...].firstIndex(where: { $0.priority == target }) {
+                    index = next
+                }
+            case .nop:
+                continue
+            default:
+                // Blackhole, unreachable, prohibit, and the kernel's other actions alike.
+                return found
+            }
+        }
+        return found
+    }
+
     /// What a lookup in one table gives: its default routes in the kernel's order (metric), the
-    /// unicast ones up to the first refusing one, which is included; and whether the lookup
-    /// ends there (a unicast or refusing route answered) or passes on to the next rule (no
+    /// unicast ones that have a live next hop up to the first refusing one, which is included;
+    /// and whether the lookup ends there (a route answered) or passes on to the next rule (no
     /// default route, a `throw` first, or unicast answers suppressed by the rule).
     private static func tableRoutes(_ defaults: [Route], suppressed: Bool, throwRefuses: Bool) -> (routes: [Route], ends: Bool) {
         let ordered = defaults.sorted { ($0.metric, $0.outputLinkIndex ?? 0) < ($1.metric, $1.outputLinkIndex ?? 0) }
@@ -86,6 +133,9 @@ extension ReachabilityEvaluator {
         for route in ordered {
             switch route.type {
             case .unicast:
+                // The kernel's lookup passes over a route whose every next hop is dead (a link
+                // down, or without carrier with `ignore_routes_with_linkdown`).
+                if !route.nexthops.isEmpty, route.nexthops.allSatisfy({ $0.flags.contains(.dead) }) { continue }
                 // A suppressed answer is passed over, and so is the table: its first route
                 // answers, and any unicast default route would be suppressed alike.
                 if suppressed { return (routes, !routes.isEmpty) }
@@ -97,25 +147,61 @@ extension ReachabilityEvaluator {
                 if throwRefuses { routes.append(route) }
                 return (routes, throwRefuses || !routes.isEmpty)
             default:
-                continue
+                // Local, broadcast, anycast, multicast: an answer that sends nothing out.
+                return (routes, true)
             }
         }
         return (routes, !routes.isEmpty)
     }
 
+    /// The source address the kernel gives a packet routed by `route` (`inet_select_addr`): a
+    /// primary IPv4 address of its output link, the one whose subnet holds the gateway if any.
+    private static func ipv4Source(of route: Route, in state: NetworkState) -> IPAddress? {
+        guard let index = route.outputLinkIndex else { return nil }
+        let candidates = state.addresses(ofLink: index).filter {
+            $0.family == .ipv4 && !$0.flags.contains(.secondary) && $0.scope != .host && $0.scope != .nowhere
+        }
+        if let gateway = route.gateway,
+           let onLink = candidates.first(where: { IPNetwork(address: $0.address, prefixLength: $0.prefixLength)?.contains(gateway) ?? false }) {
+            return onLink.address
+        }
+        return candidates.first?.address
+    }
+
+    /// The host's global IPv6 addresses that can be a source (not tentative, failed or
+    /// deprecated), in the state's order.
+    private static func globalIPv6Addresses(in state: NetworkState) -> [IPAddress] {
+        state.sortedLinks.flatMap { link in
+            state.addresses(ofLink: link.index).filter {
+                $0.family == .ipv6 && $0.scope == .universe && $0.flags.isDisjoint(with: [.tentative, .dadFailed, .deprecated])
+            }.map(\.address)
+        }
+    }
+
     /// Whether `rule` selects a packet to the internet that a socket of `userID`, bound to no
-    /// link, sends from this host without a firewall mark, as the kernel's `fib_rule_match`
-    /// judges it: input link `lo`, no output link, mark 0, no tunnel, type of service 0, source
-    /// address not chosen yet (0), any destination, protocol and port. A rule that selects by
-    /// destination prefix, protocol, port or a field the library does not model selects only
-    /// part of that traffic, and is taken not to select it (and, inverted, to select it).
-    public static func ruleSelectsInternetTraffic(_ rule: PolicyRule, userID: UInt32) -> Bool {
+    /// link, sends from this host without a firewall mark, from `source` (nil before the
+    /// kernel has chosen one), as the kernel's `fib_rule_match` judges it: input link the
+    /// loopback one (named `loopbackName`), no output link, mark 0, no tunnel, DSCP and flow
+    /// label 0, any destination, protocol and port. An IPv4 lookup without a source has source
+    /// 0; an IPv6 one passes no `from` test (unless the rule finds a source itself). A rule
+    /// that selects by destination prefix, protocol or port selects only part of that traffic,
+    /// and is taken not to select it (and, inverted, to select it).
+    public static func ruleSelectsInternetTraffic(_ rule: PolicyRule, source: IPAddress? = nil, userID: UInt32,
+                                                  loopbackName: String = "lo") -> Bool {
         var selects = true
-        if let name = rule.inputLinkName, name != "lo" || rule.linkIsMissing { selects = false }
+        if let name = rule.inputLinkName, name != loopbackName || rule.linkIsMissing { selects = false }
         if rule.outputLinkName != nil { selects = false }
         if rule.firewallMark & rule.firewallMask != 0 { selects = false }
         if let users = rule.userIDs, !users.contains(userID) { selects = false }
-        if let source = rule.source, !source.contains(rule.family == .ipv4 ? .v4(.any) : .v6(.any)) { selects = false }
+        if let prefix = rule.source {
+            if let source {
+                if !prefix.contains(source) { selects = false }
+            } else if rule.family == .ipv4 {
+                if !prefix.contains(.v4(.any)) { selects = false }
+            } else if !rule.findsSourceAddress {
+                selects = false
+            }
+        }
         if let destination = rule.destination, destination.prefixLength > 0 { selects = false }
         if rule.tos != 0 || rule.ipProtocol != nil || rule.sourcePorts != nil || rule.destinationPorts != nil
             || rule.selectsByOtherFields {

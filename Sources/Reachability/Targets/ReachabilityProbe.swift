@@ -42,6 +42,11 @@ public final class ReachabilityProbe: Sendable {
         case .internet:
             var state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
             state.policyRules = try kernel { try connection.rules() }
+            // A rule that selects by source: the walk needs the addresses a source comes from.
+            if state.policyRules.values.contains(where: { $0.contains { $0.source != nil } }) {
+                let addresses = try kernel { try connection.addresses() }
+                state.addresses = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+            }
             let used = state.defaultRoutes.values.compactMap(\.outputLinkIndex)
             let classifications = classifier.classifications(of: used, among: state.links.values)
             return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])
