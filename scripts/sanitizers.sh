@@ -1,13 +1,13 @@
 #!/bin/sh
 # Runs the reliability tests (lifetimes, storms, faults, overflow, the subscription's thread,
-# monitors, route-, link- and address-message parsing) under the thread sanitizer and under the
+# monitors, route-, link-, address-, next-hop- and rule-message parsing) under the thread sanitizer and under the
 # address sanitizer with LeakSanitizer. Any report fails the run. Called by .ci/run after scripts/test.sh.
 #   scripts/sanitizers.sh            both
 #   scripts/sanitizers.sh thread     one of them
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-filter='LifetimeTests|StormTests|FaultTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|AddressMessageTests|PathTests|ForeignSenderTests'
+filter='LifetimeTests|StormTests|FaultTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|AddressMessageTests|PathTests|ForeignSenderTests|NexthopObjectTests|NexthopRouteTests|PolicyRuleTests|InternetRuleTests'
 for sanitizer in ${1:-thread address}; do
     scratch=.build-$sanitizer
     log=$(mktemp)
