@@ -49,6 +49,18 @@ struct PolicyRuleTests {
         #expect(rule.selectsByOtherFields, "l3mdev")
     }
 
+    @Test func dscpAndFlowLabelOfZeroAndLargeSuppressionsAreNoSelectors() throws {
+        // FRA_DSCP 0 with FRA_DSCP_MASK 0x3f, FRA_FLOWLABEL 0 with its mask: traffic of DSCP 0
+        // and flow label 0 passes them.
+        let zero = try #require(Self.rule(Self.payload([(25, [0]), (30, [0x3f]), (26, Self.u32(0)), (27, Self.u32(0xfffff)),
+                                                        (14, Self.u32(0x8000_0000))])))
+        #expect(!zero.selectsByOtherFields)
+        #expect(zero.suppressPrefixLength == nil, "the kernel's int is negative: no suppression")
+        #expect(try #require(Self.rule(Self.payload([(25, [0x2e])]))).selectsByOtherFields, "DSCP 46")
+        #expect(try #require(Self.rule(Self.payload([(26, [0, 0, 0, 1])]))).selectsByOtherFields, "a flow label")
+        #expect(try #require(Self.rule(Self.payload([(12, [0, 0, 0, 0, 0, 0, 0, 7])]))).selectsByOtherFields, "a tunnel id")
+    }
+
     @Test func malformedRulesAreRefused() {
         #expect(Self.rule([2, 0, 0, 0]) == nil, "shorter than fib_rule_hdr")
         #expect(Self.rule(Self.payload(family: 7, [])) == nil, "not IPv4 or IPv6")

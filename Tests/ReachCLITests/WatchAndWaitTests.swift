@@ -68,6 +68,24 @@ struct WatchAndWaitTests {
         #expect(after.output.contains("\"name\":\"va\""), "\(after.output)")
     }
 
+    /// A rule that selects by source: the internet waits for the address it selects, which
+    /// an internet-only watch must follow (an address event).
+    @Test func theInternetFollowsTheAddressARuleSelectsBySource() throws {
+        let ns = try TestNamespace("clisrc")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinkLinks + [
+            "address add 2001:db8:1::1/64 dev wa nodad", "route add ::/0 via 2001:db8:1::2 dev wa table 100",
+        ])
+        try ns.ip("-6", "rule", "add", "from", "2001:db8:2::/64", "lookup", "100", "pref", "100")
+        let watch = try ReachProcess(["watch", "--json", "--netns", ns.name])
+        defer { watch.stop() }
+        #expect(eventually { objects(watch).count == 1 })
+        #expect(objects(watch).first?["reachable"] as? Bool == false, "\(objects(watch))")
+        try ns.ip("-6", "address", "add", "2001:db8:2::1/64", "dev", "va", "nodad")
+        #expect(eventually { objects(watch).last?["reachable"] as? Bool == true }, "\(objects(watch))")
+        #expect((objects(watch).last?["interface"] as? [String: Any])?["name"] as? String == "wa", "\(objects(watch))")
+    }
+
     /// The human lines, byte for byte: the timestamp, then every field in its place (a direct
     /// route, a gateway, no route, a carrier loss, IPv4 and IPv6).
     @Test func watchHumanLinesCarryEveryFieldByteForByte() throws {

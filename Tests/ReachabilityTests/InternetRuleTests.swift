@@ -192,4 +192,47 @@ struct InternetRuleTests {
         state.addresses[address.key] = address
         #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [3])
     }
+
+    @Test func aSuppressingRulePassesOverALocalDefaultRouteToo() {
+        var local = Self.route(dev: 1)
+        local.type = .local
+        let rules = [Self.rule(100) { $0.suppressPrefixLength = 0 }, Self.rule(200, table: 100)] + Self.standard
+        #expect(Self.internet([local, Self.route(table: 100, dev: 3)], rules: rules) == [3])
+    }
+
+    @Test func anIPv4SourceComesFromAnotherLinkWhenTheOutputLinkHasNone() {
+        // default dev wg0 (no IPv4 address there); 10.0.0.1 on eth0; from 10.0.0.1 unreachable.
+        let address = InterfaceAddress(linkIndex: 2, address: IPAddress("10.0.0.1")!, prefixLength: 24, scope: .universe)
+        var state = Self.state([Self.route(dev: 3)],
+                               rules: [Self.rule(100, action: .unreachable) { $0.source = IPNetwork("10.0.0.1/32") }] + Self.standard)
+        state.addresses[address.key] = address
+        #expect(ReachabilityEvaluator.internetRoutes(state).isEmpty, "connect() fails with ENETUNREACH")
+        // A route's preferred source decides before any link's address.
+        var sourced = Self.route(dev: 3)
+        sourced.preferredSource = IPAddress("10.9.0.1")
+        state.defaultRoutes = [sourced.key: sourced]
+        #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [3])
+    }
+
+    @Test func anIPv6SourceIsTheOneTheKernelWouldChoose() {
+        let v6rules = Self.standard.map { var rule = $0; rule.family = .ipv6; return rule }
+        let fromULA = Self.rule(60, table: 100, family: .ipv6) { $0.source = IPNetwork("fd00::/8") }
+        var state = Self.state([Self.route(table: 100, dev: 3, family: .ipv6)], rules: [fromULA] + v6rules)
+        for (text, index) in [("2001:db8:1::1", Int32(2)), ("fd00::1", Int32(3))] {
+            let address = InterfaceAddress(linkIndex: index, address: IPAddress(text)!, prefixLength: 64, scope: .universe)
+            state.addresses[address.key] = address
+        }
+        #expect(ReachabilityEvaluator.internetRoutes(state).isEmpty,
+                "the kernel picks 2001:db8:1::1 (global label) over fd00::1, and from it table 100 is not looked up")
+    }
+
+    @Test func ipv6RulesThatAreOnlyItsDefaultsKeepTheFastPath() {
+        let main6 = Self.rule(32766, family: .ipv6)
+        let v6 = Self.route(family: .ipv6)
+        #expect(Self.internet([v6], rules: [main6]) == [2])
+        var state = Self.state([v6], rules: [])
+        state.policyRules[.ipv6] = []
+        #expect(ReachabilityEvaluator.internetRoutes(state).map(\.family) == [.ipv6],
+                "all of IPv6's default rules deleted, none ever added: the kernel still routes by main")
+    }
 }

@@ -25,18 +25,25 @@ extension ReachabilityEvaluator {
     ///   blackhole), which is included and ends the family: the kernel's lookup takes it before
     ///   any default route with a higher metric, so those cannot carry anything (an
     ///   `unreachable default metric 1`, a VPN's kill switch, makes the family unreachable). A
-    ///   default route of another type (local, broadcast, multicast) answers too, and carries
-    ///   nothing out. A table with a unicast default route ends the walk; one without (or whose
+    ///   default route of another type (local, broadcast, multicast) answers too, and is no way
+    ///   to the internet. A table with a unicast default route ends the walk; one without (or whose
     ///   first is a `throw` route, or whose rule has `suppress_prefixlength`, which passes over
     ///   default routes) passes the packet on to the next rule;
     /// - `goto`: goes on at the first rule with that priority; `nop`: goes on;
     /// - any other action (`blackhole`, `unreachable`, `prohibit`) ends the family with nothing.
     ///
     /// A connected socket's packets carry a source address, which the kernel looks up again
-    /// with: for IPv4, the source of the route the first walk found (its preferred source, or
-    /// the output link's address, preferring one whose subnet holds the gateway), walked again
-    /// when a rule selects by source; for IPv6, when the first walk finds nothing, each global
-    /// address of the host in turn, the first that finds a route being taken.
+    /// with, and which a rule may select by: for IPv4, the source of the route the first walk
+    /// found (its preferred source, or an address of its output link, preferring one whose
+    /// subnet holds the gateway, else of any link: `inet_select_addr`), walked again; for IPv6,
+    /// when the first walk finds nothing, the one address the kernel would choose for a global
+    /// destination (a global one, not deprecated, outside the unique-local, 6to4 and Teredo
+    /// prefixes if there is one: RFC 6724's label rule), walked again. A multipath route's
+    /// source is taken from its first next hop, where the kernel hashes the flow to one.
+    ///
+    /// IPv6 keeps its fast path (the local table, then the main one) while no rule was ever
+    /// added in the namespace, whatever rules of the two it starts with were deleted: rules
+    /// that are only those defaults (`0: lookup local`, `32766: lookup main`) are taken as both.
     ///
     /// A family without rules in the state (built by hand, or a kernel without policy routing)
     /// is routed by its main table, where a `throw` default route refuses too; a family whose
@@ -56,25 +63,20 @@ extension ReachabilityEvaluator {
                 ranked += routes.map { (32766, $0) }
                 continue
             }
+            let walked = family == .ipv6 && rules.allSatisfy(Self.isDefaultIPv6Rule) ? Self.defaultIPv6Rules : rules
             func walk(from source: IPAddress?) -> [(UInt32, Route)] {
-                walkRules(rules, defaults: defaults, source: source, userID: userID, loopbackName: loopbackName)
+                walkRules(walked, defaults: defaults, source: source, userID: userID, loopbackName: loopbackName)
             }
             var found = walk(from: nil)
-            if rules.contains(where: { $0.source != nil }) {
+            if walked.contains(where: { $0.source != nil }) {
                 if family == .ipv4 {
                     // The first walk's answer: the route the kernel's lookup takes.
                     if let first = found.first?.1, first.type == .unicast,
                        let source = first.preferredSource ?? ipv4Source(of: first, in: state) {
                         found = walk(from: source)
                     }
-                } else if !found.contains(where: { $0.1.type == .unicast }) {
-                    for source in globalIPv6Addresses(in: state) {
-                        let again = walk(from: source)
-                        if again.contains(where: { $0.1.type == .unicast }) {
-                            found = again
-                            break
-                        }
-                    }
+                } else if !found.contains(where: { $0.1.type == .unicast }), let source = ipv6Source(in: state) {
+                    found = walk(from: source)
                 }
             }
             ranked += found
@@ -87,6 +89,16 @@ extension ReachabilityEvaluator {
 
     /// The loopback link's index (`LOOPBACK_IFINDEX`): a host's own packets come in on it.
     static let loopbackIndex: Int32 = 1
+
+    /// IPv6's rules in a new namespace, which its lookups follow without walking them until a
+    /// rule is added (`fib6_has_custom_rules`).
+    static let defaultIPv6Rules = [PolicyRule(family: .ipv6, priority: 0, table: .local),
+                                   PolicyRule(family: .ipv6, priority: 32766, table: .main)]
+
+    /// Whether `rule` is one of ``defaultIPv6Rules``, as the kernel reports it.
+    static func isDefaultIPv6Rule(_ rule: PolicyRule) -> Bool {
+        defaultIPv6Rules.contains { var reported = rule; reported.suppressPrefixLength = nil; return reported == $0 }
+    }
 
     /// One walk of a family's rules for a packet from `source` (nil: none chosen yet), with the
     /// routes it finds ranked by the priority of the rule that found them.
@@ -147,7 +159,9 @@ extension ReachabilityEvaluator {
                 if throwRefuses { routes.append(route) }
                 return (routes, throwRefuses || !routes.isEmpty)
             default:
-                // Local, broadcast, anycast, multicast: an answer that sends nothing out.
+                // Local, broadcast, anycast, multicast: an answer (which the rule can suppress,
+                // as it can a unicast one) that is not a way to the internet.
+                if suppressed { return (routes, !routes.isEmpty) }
                 return (routes, true)
             }
         }
@@ -155,27 +169,43 @@ extension ReachabilityEvaluator {
     }
 
     /// The source address the kernel gives a packet routed by `route` (`inet_select_addr`): a
-    /// primary IPv4 address of its output link, the one whose subnet holds the gateway if any.
+    /// primary IPv4 address of its output link whose scope the route's allows, the one whose
+    /// subnet holds the gateway if any; else such an address of any link, the loopback link
+    /// first, that is not link-scoped.
     private static func ipv4Source(of route: Route, in state: NetworkState) -> IPAddress? {
-        guard let index = route.outputLinkIndex else { return nil }
-        let candidates = state.addresses(ofLink: index).filter {
-            $0.family == .ipv4 && !$0.flags.contains(.secondary) && $0.scope != .host && $0.scope != .nowhere
+        func candidates(of index: Int32) -> [InterfaceAddress] {
+            state.addresses(ofLink: index).filter {
+                $0.family == .ipv4 && !$0.flags.contains(.secondary) && $0.scope.rawValue <= route.scope.rawValue
+            }
         }
-        if let gateway = route.gateway,
-           let onLink = candidates.first(where: { IPNetwork(address: $0.address, prefixLength: $0.prefixLength)?.contains(gateway) ?? false }) {
-            return onLink.address
+        if let index = route.outputLinkIndex {
+            let own = candidates(of: index)
+            if let gateway = route.gateway,
+               let onLink = own.first(where: { IPNetwork(address: $0.address, prefixLength: $0.prefixLength)?.contains(gateway) ?? false }) {
+                return onLink.address
+            }
+            if let first = own.first { return first.address }
         }
-        return candidates.first?.address
+        return state.sortedLinks.lazy.compactMap { link in
+            candidates(of: link.index).first { $0.scope != .link }?.address
+        }.first
     }
 
-    /// The host's global IPv6 addresses that can be a source (not tentative, failed or
-    /// deprecated), in the state's order.
-    private static func globalIPv6Addresses(in state: NetworkState) -> [IPAddress] {
-        state.sortedLinks.flatMap { link in
+    /// The source the kernel chooses for an IPv6 packet to a global destination when no route
+    /// was found (`ipv6_dev_get_saddr` over every link): a global address that is not
+    /// tentative, failed or deprecated, preferring one whose RFC 6724 label is the global one
+    /// (not unique-local fc00::/7, 6to4 2002::/16 or Teredo 2001::/32), in link order.
+    private static func ipv6Source(in state: NetworkState) -> IPAddress? {
+        let usable = state.sortedLinks.flatMap { link in
             state.addresses(ofLink: link.index).filter {
-                $0.family == .ipv6 && $0.scope == .universe && $0.flags.isDisjoint(with: [.tentative, .dadFailed, .deprecated])
-            }.map(\.address)
+                $0.family == .ipv6 && $0.scope == .universe && $0.flags.isDisjoint(with: [.tentative, .dadFailed])
+            }
         }
+        let otherLabels = ["fc00::/7", "2002::/16", "2001::/32"].compactMap(IPNetwork.init)
+        func rank(_ address: InterfaceAddress) -> Int {
+            (address.flags.contains(.deprecated) ? 2 : 0) + (otherLabels.contains { $0.contains(address.address) } ? 1 : 0)
+        }
+        return usable.min { rank($0) < rank($1) }?.address
     }
 
     /// Whether `rule` selects a packet to the internet that a socket of `userID`, bound to no
@@ -183,7 +213,7 @@ extension ReachabilityEvaluator {
     /// kernel has chosen one), as the kernel's `fib_rule_match` judges it: input link the
     /// loopback one (named `loopbackName`), no output link, mark 0, no tunnel, DSCP and flow
     /// label 0, any destination, protocol and port. An IPv4 lookup without a source has source
-    /// 0; an IPv6 one passes no `from` test (unless the rule finds a source itself). A rule
+    /// 0; an IPv6 one passes no `from` test. A rule
     /// that selects by destination prefix, protocol or port selects only part of that traffic,
     /// and is taken not to select it (and, inverted, to select it).
     public static func ruleSelectsInternetTraffic(_ rule: PolicyRule, source: IPAddress? = nil, userID: UInt32,
@@ -198,7 +228,10 @@ extension ReachabilityEvaluator {
                 if !prefix.contains(source) { selects = false }
             } else if rule.family == .ipv4 {
                 if !prefix.contains(.v4(.any)) { selects = false }
-            } else if !rule.findsSourceAddress {
+            } else {
+                // IPv6 passes no `from` test without a source. (With `FIB_RULE_FIND_SADDR` the
+                // kernel tries the rule's table and keeps its answer if the source it would
+                // choose there matches: taken here as not selecting, like any other.)
                 selects = false
             }
         }

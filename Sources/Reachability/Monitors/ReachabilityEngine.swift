@@ -327,10 +327,14 @@ final class ReachabilityEngine: Sendable {
     /// watchers with no thread woken: the wake-up costs 40 to 60 µs on the project VM, a third
     /// of the kernel-to-listener floor (BENCHMARKS.md).
     private func received(_ events: [NetlinkEvent]) {
+        // A policy rule that selects by source makes the internet's answer depend on the
+        // addresses a source is chosen from (see `ReachabilityEvaluator.internetRoutes`).
+        let internetFollowsAddresses = events.contains { if case .address = $0 { true } else { false } }
+            && subscription.state.policyRules.values.contains { $0.contains { $0.source != nil } }
         let (schedule, inline) = state.withLock { state -> (Bool, Bool) in
             var noted = false
             for event in events {
-                if Self.note(event, in: &state) { noted = true }
+                if Self.note(event, in: &state, internetFollowsAddresses: internetFollowsAddresses) { noted = true }
             }
             guard noted else { return (false, false) }
             defer { state.evaluationScheduled = true }
@@ -348,7 +352,7 @@ final class ReachabilityEngine: Sendable {
 
     /// Notes what `event` changed for the next round; false when it cannot matter to any
     /// target.
-    private static func note(_ event: NetlinkEvent, in state: inout State) -> Bool {
+    private static func note(_ event: NetlinkEvent, in state: inout State, internetFollowsAddresses: Bool) -> Bool {
         var networkChanged = false
         var matters = true
         switch event {
@@ -381,7 +385,8 @@ final class ReachabilityEngine: Sendable {
         case .address(let change):
             // An address changes the kernel's answers in its own family only: the local and
             // prefix routes it brings (which come as route events too), and the preferred source
-            // of routes through its link. The internet is judged from default routes and links.
+            // of routes through its link. The internet is judged from default routes and links,
+            // and from addresses only when a policy rule selects by source.
             // So the IPv6 link-local address that comes with every link going up costs IPv4
             // address targets no round; host names are resolved again, so they get one.
             let family = change.value.family
@@ -389,6 +394,7 @@ final class ReachabilityEngine: Sendable {
             state.addressesChanged.insert(family)
             networkChanged = true
             matters = !state.roundObservers.isEmpty || index.includesHostNames || index.containsAddress(of: family)
+                || (internetFollowsAddresses && state.entries[.internet] != nil)
         case .snapshot, .resynchronized:
             state.everythingChanged = true
             networkChanged = true
