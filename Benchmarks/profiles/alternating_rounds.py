@@ -1,8 +1,32 @@
 """The measuring loop that churn_cpu.py and flip_cpu.py share: each listener alone in a
 namespace, round after round, in an order that alternates from one round to the next (so that a
-slow minute of the VM falls on every listener), with the CPU it used while a workload ran."""
+slow minute of the VM falls on every listener), with the CPU it used while a workload ran; and
+the scratch namespace that first_line.py measures in."""
+import contextlib
+import os
 import subprocess
 import time
+
+
+@contextlib.contextmanager
+def scratch_namespace(prefix, setup, batch_lines=()):
+    """A network namespace of this process's own (PREFIX and the process id), set up with the
+    `ip` commands of `setup` and then the `ip -batch` lines of `batch_lines`; deleted, with the
+    batch file, however the block ends. Yields its name."""
+    namespace = f"{prefix}{os.getpid()}"
+    batch = f"/tmp/{namespace}.batch"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        for line in setup:
+            subprocess.run(["ip", "-n", namespace, *line.split()], check=True)
+        with open(batch, "w") as out:
+            out.writelines(batch_lines)
+        subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
+        yield namespace
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace])
+        if os.path.exists(batch):
+            os.remove(batch)
 
 
 def cpu_nanoseconds(pid):

@@ -8,27 +8,21 @@ example (an A/B of two builds, with a full table):
   Benchmarks/profiles/first_line.py 1000000 8 old="/tmp/old/.build/release/reach watch" \\
       new=".build/release/reach watch"
 """
-import os
 import statistics
 import subprocess
 import sys
 import time
 
+from alternating_rounds import scratch_namespace
+
 
 def main():
     routes, runs = int(sys.argv[1]), int(sys.argv[2])
     listeners = dict(argument.split("=", 1) for argument in sys.argv[3:])
-    namespace = f"firstline{os.getpid()}"
-    batch = f"/tmp/{namespace}.batch"
-    subprocess.run(["ip", "netns", "add", namespace], check=True)
-    try:
-        for line in ["link set lo up", "link add va type veth peer name vb", "link set va up",
-                     "link set vb up", "address add 10.1.0.1/16 dev va", "route add default via 10.1.0.2"]:
-            subprocess.run(["ip", "-n", namespace, *line.split()], check=True)
-        with open(batch, "w") as out:
-            for i in range(routes):
-                out.write(f"route add {11 + i // 65536}.{(i // 256) % 256}.{i % 256}.0/24 via 10.1.0.2\n")
-        subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
+    setup = ["link set lo up", "link add va type veth peer name vb", "link set va up", "link set vb up",
+             "address add 10.1.0.1/16 dev va", "route add default via 10.1.0.2"]
+    lines = (f"route add {11 + i // 65536}.{(i // 256) % 256}.{i % 256}.0/24 via 10.1.0.2\n" for i in range(routes))
+    with scratch_namespace("firstline", setup, lines) as namespace:
         times = {name: [] for name in listeners}
         for _ in range(runs):
             for name, command in listeners.items():
@@ -40,10 +34,6 @@ def main():
                 process.wait()
         for name, values in times.items():
             print(f"{name}: median {statistics.median(values):.1f} ms ({' '.join(f'{v:.1f}' for v in values)})")
-    finally:
-        subprocess.run(["ip", "netns", "del", namespace])
-        if os.path.exists(batch):
-            os.remove(batch)
 
 
 if __name__ == "__main__":
