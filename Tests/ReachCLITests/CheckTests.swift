@@ -156,6 +156,22 @@ struct CheckTests {
         #expect(blackholed.status == 1, "a blackhole object with a lower metric blocks the internet: \(blackholed.output)")
     }
 
+    /// An IPv6 source-specific default route carries only packets from its prefix: the kernel
+    /// chooses a source when the first lookup finds nothing, and looks up again with it.
+    @Test func aSourceSpecificDefaultRouteNeedsAnAddressInItsPrefix() throws {
+        let ns = try TestNamespace("checkfrom")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinkLinks + [
+            "address add 2001:db8:9::1/64 dev wa nodad", "route add ::/0 from 2001:db8:2::/64 via 2001:db8:9::2 dev wa",
+        ])
+        let without = try reach("check", "--json", "--netns", ns.name)
+        #expect(without.status == 1, "the host's source, 2001:db8:9::1, is outside the prefix: \(without.output)")
+        try ns.ip("address", "add", "2001:db8:2::1/64", "dev", "va", "nodad")
+        let with = try reach("check", "--json", "--netns", ns.name)
+        #expect(with.status == 0, "\(with.output)")
+        #expect(with.output.contains("\"name\":\"wa\""), "\(with.output)")
+    }
+
     @Test func anUnreachableDefaultRouteWithALowerMetricBlocksTheInternet() throws {
         let ns = try TestNamespace("checkkill")
         defer { ns.delete() }

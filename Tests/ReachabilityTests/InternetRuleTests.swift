@@ -235,4 +235,28 @@ struct InternetRuleTests {
         #expect(ReachabilityEvaluator.internetRoutes(state).map(\.family) == [.ipv6],
                 "all of IPv6's default rules deleted, none ever added: the kernel still routes by main")
     }
+
+    /// An IPv6 source-specific default route (`default from P`) carries only packets from P:
+    /// the kernel's first lookup, without a source, passes it over; with no other route it
+    /// picks a source and looks up again.
+    @Test func aSourceSpecificDefaultRouteCarriesOnlyItsSourcesPackets() {
+        var specific = Self.route(dev: 3, family: .ipv6)
+        specific.sourcePrefix = IPNetwork("2001:db8:2::/64")
+        let ipv6Rules: [[PolicyRule]] = [[], Self.standard.map { var rule = $0; rule.family = .ipv6; return rule }]
+        for rules in ipv6Rules {
+            var state = Self.state([specific], rules: rules)
+            #expect(ReachabilityEvaluator.internetRoutes(state).isEmpty, "no address in 2001:db8:2::/64")
+            let other = InterfaceAddress(linkIndex: 2, address: IPAddress("2001:db8:1::1")!, prefixLength: 64, scope: .universe)
+            state.addresses[other.key] = other
+            #expect(ReachabilityEvaluator.internetRoutes(state).isEmpty, "the kernel's source, 2001:db8:1::1, is not in it")
+            state.addresses = [:]
+            let inside = InterfaceAddress(linkIndex: 2, address: IPAddress("2001:db8:2::1")!, prefixLength: 64, scope: .universe)
+            state.addresses[inside.key] = inside
+            #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [3])
+            // A default route for every source is taken at the first lookup.
+            let plain = Self.route(dev: 2, family: .ipv6)
+            state.defaultRoutes[plain.key] = plain
+            #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [2])
+        }
+    }
 }

@@ -33,7 +33,8 @@ extension ReachabilityEvaluator {
     /// - any other action (`blackhole`, `unreachable`, `prohibit`) ends the family with nothing.
     ///
     /// A connected socket's packets carry a source address, which the kernel looks up again
-    /// with, and which a rule may select by: for IPv4, the source of the route the first walk
+    /// with, and which a rule, or an IPv6 source-specific default route (`default from P`),
+    /// may select by: for IPv4, the source of the route the first walk
     /// found (its preferred source, or an address of its output link, preferring one whose
     /// subnet holds the gateway, else of any link: `inet_select_addr`), walked again; for IPv6,
     /// when the first walk finds nothing, the one address the kernel would choose for a global
@@ -58,17 +59,19 @@ extension ReachabilityEvaluator {
         let loopbackName = state.links[Self.loopbackIndex]?.name ?? "lo"
         for family in AddressFamily.allCases {
             let defaults = state.defaultRoutes.values.filter { $0.family == family && $0.tos == 0 }
-            guard let rules = state.policyRules[family] else {
-                let (routes, _) = tableRoutes(defaults.filter { $0.table == .main }, suppressed: false, throwRefuses: true)
-                ranked += routes.map { (32766, $0) }
-                continue
-            }
-            let walked = family == .ipv6 && rules.allSatisfy(Self.isDefaultIPv6Rule) ? Self.defaultIPv6Rules : rules
+            let rules = state.policyRules[family]
+            let walked = family == .ipv6 && rules?.allSatisfy(Self.isDefaultIPv6Rule) == true ? Self.defaultIPv6Rules : rules
             func walk(from source: IPAddress?) -> [(UInt32, Route)] {
-                walkRules(walked, defaults: defaults, source: source, userID: userID, loopbackName: loopbackName)
+                let carrying = defaults.filter { carries($0, from: source) }
+                guard let walked else {
+                    // No rules read: the main table, where a `throw` route refuses too.
+                    let (routes, _) = tableRoutes(carrying.filter { $0.table == .main }, suppressed: false, throwRefuses: true)
+                    return routes.map { (32766, $0) }
+                }
+                return walkRules(walked, defaults: carrying, source: source, userID: userID, loopbackName: loopbackName)
             }
             var found = walk(from: nil)
-            if walked.contains(where: { $0.source != nil }) {
+            if (walked ?? []).contains(where: { $0.source != nil }) || defaults.contains(where: Self.isSourceSpecific) {
                 if family == .ipv4 {
                     // The first walk's answer: the route the kernel's lookup takes.
                     if let first = found.first?.1, first.type == .unicast,
@@ -89,6 +92,25 @@ extension ReachabilityEvaluator {
 
     /// The loopback link's index (`LOOPBACK_IFINDEX`): a host's own packets come in on it.
     static let loopbackIndex: Int32 = 1
+
+    /// Whether `route` is an IPv6 source-specific route (`default from 2001:db8:2::/64`).
+    static func isSourceSpecific(_ route: Route) -> Bool { (route.sourcePrefix?.prefixLength ?? 0) > 0 }
+
+    /// Whether `route` carries packets from `source` (nil: none chosen yet): one without a
+    /// source prefix carries any; a source-specific one only those from its prefix, which a
+    /// packet without a source is in only when the prefix holds the unspecified address.
+    static func carries(_ route: Route, from source: IPAddress?) -> Bool {
+        guard isSourceSpecific(route), let prefix = route.sourcePrefix else { return true }
+        return prefix.contains(source ?? (route.family == .ipv4 ? .v4(.any) : .v6(.any)))
+    }
+
+    /// Whether the internet's answer for `state` depends on the addresses of its links, which
+    /// a source is chosen from: a policy rule selects by source, or an IPv6 default route is
+    /// source-specific.
+    static func internetDependsOnAddresses(_ state: NetworkState) -> Bool {
+        state.policyRules.values.contains { $0.contains { $0.source != nil } }
+            || state.defaultRoutes.values.contains(where: isSourceSpecific)
+    }
 
     /// IPv6's rules in a new namespace, which its lookups follow without walking them until a
     /// rule is added (`fib6_has_custom_rules`).

@@ -327,10 +327,10 @@ final class ReachabilityEngine: Sendable {
     /// watchers with no thread woken: the wake-up costs 40 to 60 µs on the project VM, a third
     /// of the kernel-to-listener floor (BENCHMARKS.md).
     private func received(_ events: [NetlinkEvent]) {
-        // A policy rule that selects by source makes the internet's answer depend on the
-        // addresses a source is chosen from (see `ReachabilityEvaluator.internetRoutes`).
+        // A policy rule or a default route that selects by source makes the internet's answer
+        // depend on the addresses a source is chosen from (see `ReachabilityEvaluator.internetRoutes`).
         let internetFollowsAddresses = events.contains { if case .address = $0 { true } else { false } }
-            && subscription.state.policyRules.values.contains { $0.contains { $0.source != nil } }
+            && ReachabilityEvaluator.internetDependsOnAddresses(subscription.state)
         let (schedule, inline) = state.withLock { state -> (Bool, Bool) in
             var noted = false
             for event in events {
@@ -386,7 +386,7 @@ final class ReachabilityEngine: Sendable {
             // An address changes the kernel's answers in its own family only: the local and
             // prefix routes it brings (which come as route events too), and the preferred source
             // of routes through its link. The internet is judged from default routes and links,
-            // and from addresses only when a policy rule selects by source.
+            // and from addresses only when a policy rule or a default route selects by source.
             // So the IPv6 link-local address that comes with every link going up costs IPv4
             // address targets no round; host names are resolved again, so they get one.
             let family = change.value.family

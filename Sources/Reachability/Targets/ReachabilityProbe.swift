@@ -42,8 +42,9 @@ public final class ReachabilityProbe: Sendable {
         case .internet:
             var state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
             state.policyRules = try kernel { try connection.rules() }
-            // A rule that selects by source: the walk needs the addresses a source comes from.
-            if state.policyRules.values.contains(where: { $0.contains { $0.source != nil } }) {
+            // A rule or a default route that selects by source: the walk needs the addresses a
+            // source comes from.
+            if ReachabilityEvaluator.internetDependsOnAddresses(state) {
                 let addresses = try kernel { try connection.addresses() }
                 state.addresses = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
             }
