@@ -1,6 +1,22 @@
 import CNetlink
 import Glibc
 
+/// Runs `dump` until no change interrupts it (``NetlinkError/dumpInterrupted``, the kernel's
+/// `NLM_F_DUMP_INTR`), calling `restart` before each new attempt so that the caller drops what
+/// the interrupted one gave; after 50 new attempts, the interruption is thrown.
+func repeatingInterruptedDumps(restart: () -> Void, _ dump: () throws(NetlinkError) -> Void) throws(NetlinkError) {
+    var attempts = 0
+    while true {
+        do {
+            try dump()
+            return
+        } catch NetlinkError.dumpInterrupted where attempts < 50 {
+            attempts += 1
+            restart()
+        }
+    }
+}
+
 /// Bare NETLINK_ROUTE sockets for the requests where libnl's one-message-at-a-time machinery
 /// costs more than the kernel's work: default-route dumps that stop early, and route lookups
 /// sent in batches. Messages are parsed from the kernel's bytes (`Route(message:)`), and only
@@ -416,26 +432,12 @@ final class RawRouteSocket {
     /// asked again, after `restart` tells the caller to drop what it has seen.
     private func forEachRule(family: AddressFamily, restart: () -> Void,
                              _ body: (UnsafeRawBufferPointer) -> Void) throws(NetlinkError) {
-        var attempts = 0
-        while true {
-            let fd = try socketDescriptor()
-            sequence &+= 1
-            let seq = sequence
-            request.reset()
-            request.begin(type: UInt16(RTM_GETRULE), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
-            // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action, flags.
-            request.append((family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0)))
-            request.end()
-            try send(request.bytes, on: fd, context: "send rule dump")
-            let outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: "rule dump") { (header) throws(NetlinkError) -> Bool in
-                guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWRULE) else { return true }
-                if let payload = netlinkPayload(of: header, atLeast: 0) { body(payload) }
-                return true
+        // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action, flags.
+        let header = (family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0))
+        try repeatingInterruptedDumps(restart: restart) { () throws(NetlinkError) in
+            try dump(RTM_GETRULE, header: header, answer: RTM_NEWRULE, context: "rule dump") { message in
+                if let payload = netlinkPayload(of: message, atLeast: 0) { body(payload) }
             }
-            guard outcome.interrupted else { return }
-            attempts += 1
-            if attempts >= 50 { throw .dumpInterrupted }
-            restart()
         }
     }
 
@@ -447,22 +449,33 @@ final class RawRouteSocket {
     /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump (the caller
     ///   starts again), or the kernel's error.
     func forEachNexthopObject(_ body: (NexthopObject) -> Void) throws(NetlinkError) {
+        do {
+            try dump(RTM_GETNEXTHOP, header: nhmsg(), answer: RTM_NEWNEXTHOP, context: "next-hop dump") { message in
+                if let object = NexthopObject(message: message) { body(object) }
+            }
+        } catch where error.systemErrno == EOPNOTSUPP {
+            return
+        }
+    }
+
+    /// Sends a dump request of `type`, with `header` as its payload, on the request socket, and
+    /// reads the answer to its end, handing `body` each message of type `answer`.
+    ///
+    /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump, or the
+    ///   kernel's error.
+    private func dump<Header: BitwiseCopyable>(_ type: Int, header: Header, answer: Int, context: String,
+                                               _ body: (UnsafeMutablePointer<nlmsghdr>) -> Void) throws(NetlinkError) {
         let fd = try socketDescriptor()
         sequence &+= 1
         let seq = sequence
         request.reset()
-        request.begin(type: UInt16(RTM_GETNEXTHOP), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
-        request.append(nhmsg())
+        request.begin(type: UInt16(type), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
+        request.append(header)
         request.end()
-        try send(request.bytes, on: fd, context: "send next-hop dump")
-        let outcome: (interrupted: Bool, ended: Bool)
-        do {
-            outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: "next-hop dump") { (header) throws(NetlinkError) -> Bool in
-                if Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWNEXTHOP), let object = NexthopObject(message: header) { body(object) }
-                return true
-            }
-        } catch where error.systemErrno == EOPNOTSUPP {
-            return
+        try send(request.bytes, on: fd, context: "send \(context)")
+        let outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: context) { (message) throws(NetlinkError) -> Bool in
+            if Int(message.pointee.nlmsg_type) == answer { body(message) }
+            return true
         }
         if outcome.interrupted { throw .dumpInterrupted }
     }

@@ -95,52 +95,49 @@ final class RequestSocket {
         var objects = nexthopObjects
         var objectsAreFresh = false
         for family in filter.family.map({ [$0] }) ?? AddressFamily.allCases {
-            var attempts = 0
             var lacking: [Route] = []
             func sort(_ route: Route) {
                 if route.lacksObjectNexthops { lacking.append(route) } else { body(route) }
             }
-            while true {
-                do {
-                    if filter.defaultOnly {
-                        try raw.forEachDefaultRoute(family: family, filter: filter, sort)
-                    } else {
-                        try withStrictChecking { () throws(NetlinkError) in try dumpRoutes(family: family, filter: filter, sort) }
-                    }
-                    break
-                } catch NetlinkError.dumpInterrupted where attempts < 50 {
-                    attempts += 1
-                    lacking.removeAll()
-                    restart()
+            try repeatingInterruptedDumps(restart: {
+                lacking.removeAll()
+                restart()
+            }) { () throws(NetlinkError) in
+                if filter.defaultOnly {
+                    try raw.forEachDefaultRoute(family: family, filter: filter, sort)
+                } else {
+                    try withStrictChecking { () throws(NetlinkError) in try dumpRoutes(family: family, filter: filter, sort) }
                 }
             }
             guard !lacking.isEmpty else { continue }
-            if !objectsAreFresh, objects.map({ known in !lacking.allSatisfy { var trial = $0; return trial.takeNexthops(from: known) } }) ?? true {
-                // Objects the caller's table does not have yet (or no table): read them now.
-                objects = try self.nexthopObjects()
+            var resolved = lacking
+            var allResolved = objects != nil
+            if let known = objects {
+                for index in resolved.indices {
+                    if !resolved[index].takeNexthops(from: known) { allResolved = false }
+                }
+            }
+            if !allResolved, !objectsAreFresh {
+                // Objects the caller's table does not have yet (or no table): read them now,
+                // and take every route's from them.
+                let fresh = try self.nexthopObjects()
+                objects = fresh
                 objectsAreFresh = true
-                objectsRead(objects!)
+                objectsRead(fresh)
+                resolved = lacking
+                for index in resolved.indices { resolved[index].takeNexthops(from: fresh) }
             }
-            for var route in lacking {
-                route.takeNexthops(from: objects!)
-                if filter.matches(route) { body(route) }
-            }
+            for route in resolved where filter.matches(route) { body(route) }
         }
     }
 
     /// The namespace's next-hop objects by id (none before Linux 5.3).
     func nexthopObjects() throws(NetlinkError) -> [UInt32: NexthopObject] {
         var objects: [UInt32: NexthopObject] = [:]
-        var attempts = 0
-        while true {
-            do {
-                try raw.forEachNexthopObject { objects[$0.id] = $0 }
-                return objects
-            } catch NetlinkError.dumpInterrupted where attempts < 50 {
-                attempts += 1
-                objects.removeAll()
-            }
+        try repeatingInterruptedDumps(restart: { objects.removeAll() }) { () throws(NetlinkError) in
+            try raw.forEachNexthopObject { objects[$0.id] = $0 }
         }
+        return objects
     }
 
     private func dumpRoutes(family: AddressFamily, filter: RouteFilter, _ body: (Route) -> Void) throws(NetlinkError) {

@@ -795,8 +795,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 try nlCheck(nl_cache_resync(requests!.handle, addressCache, nil, nil), "re-read addresses")
                 diffLinks(linksFromCache())
                 diffAddresses(addressesFromCache())
-                nexthopObjects = try requests!.nexthopObjects()
-                nexthopObjectsStale = false
+                try rereadNexthopObjects()
                 try reread(.defaultRoutes)
                 // Rules the notifications would have told of: reported before `resynchronized`.
                 let rules = try requests!.rules()
