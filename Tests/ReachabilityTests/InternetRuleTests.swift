@@ -234,6 +234,9 @@ struct InternetRuleTests {
         state.policyRules[.ipv6] = []
         #expect(ReachabilityEvaluator.internetRoutes(state).map(\.family) == [.ipv6],
                 "all of IPv6's default rules deleted, none ever added: the kernel still routes by main")
+        // A main rule that suppresses default routes is one that was added: the rules are walked.
+        let suppressing = Self.rule(32766, family: .ipv6) { $0.suppressPrefixLength = 0 }
+        #expect(Self.internet([v6], rules: [suppressing]) == [])
     }
 
     /// An IPv6 source-specific default route (`default from P`) carries only packets from P:

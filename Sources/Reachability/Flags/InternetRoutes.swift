@@ -119,7 +119,7 @@ extension ReachabilityEvaluator {
 
     /// Whether `rule` is one of ``defaultIPv6Rules``, as the kernel reports it.
     static func isDefaultIPv6Rule(_ rule: PolicyRule) -> Bool {
-        defaultIPv6Rules.contains { var reported = rule; reported.suppressPrefixLength = nil; return reported == $0 }
+        defaultIPv6Rules.contains(rule)
     }
 
     /// One walk of a family's rules for a packet from `source` (nil: none chosen yet), with the
