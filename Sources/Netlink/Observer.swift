@@ -31,15 +31,17 @@ extension EventSink {
 final class CallbackObserver: EventSink, @unchecked Sendable {
     // @unchecked Sendable: `pending`, `scheduled`, `cancelled` and `runningThread` are only read
     // or written while `lock` is held; `queue`, `handler` and `onTermination` are immutable.
+    // The lock (and one drain at a time, for `spare`) gives the exclusive access that the
+    // run-time checks would verify on every event: they are left out (`@exclusivity(unchecked)`).
     private let lock = ConditionLock()
-    private var pending: [Item] = []
+    @exclusivity(unchecked) private var pending: [Item] = []
     /// The buffer `drain` swaps with `pending`, empty between drains (only `drain` uses it, and
     /// one drain runs at a time): taking a copy of `pending` and emptying it would allocate a
     /// new buffer for every batch.
-    private var spare: [Item] = []
-    private var scheduled = false
-    private var cancelled = false
-    private var runningThread: pthread_t?
+    @exclusivity(unchecked) private var spare: [Item] = []
+    @exclusivity(unchecked) private var scheduled = false
+    @exclusivity(unchecked) private var cancelled = false
+    @exclusivity(unchecked) private var runningThread: pthread_t?
     private let queue: DispatchQueue?
     private let handler: Handler
     private let onTermination: (@Sendable (NetlinkError) -> Void)?

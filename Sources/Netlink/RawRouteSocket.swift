@@ -25,13 +25,15 @@ func repeatingInterruptedDumps(restart: () -> Void, _ dump: () throws(NetlinkErr
 /// Two sockets: one for lookups, rule dumps and dumps read to their end, and one for IPv4
 /// default-route dumps, which stop early (see ``forEachDefaultRoute(family:filter:_:)``).
 ///
-/// Not thread-safe: its owner serialises every use, like ``RequestSocket``.
+/// Not thread-safe: its owner serialises every use, like ``RequestSocket``. That serialisation
+/// is the exclusive access that run-time checks would verify on each lookup, so its stored
+/// variables are not checked (`@exclusivity(unchecked)`).
 final class RawRouteSocket {
     /// The namespace the sockets live in; a socket whose dump was abandoned is replaced by a
     /// new one opened there.
     private let namespace: NetworkNamespace
     /// The socket of lookups, rule dumps and IPv6 default-route dumps.
-    private var descriptor: Int32 = -1
+    @exclusivity(unchecked) private var descriptor: Int32 = -1
     /// The socket of IPv4 default-route dumps, made for dumps that stop early: what the kernel
     /// fills past the stop is thrown away. Its receive buffer holds less than one dump
     /// datagram, so the kernel fills a dump's next datagram only once the last one is taken:
@@ -42,18 +44,18 @@ final class RawRouteSocket {
     /// table costs the kernel, since such a stop leaves the socket behind. A dump there that
     /// reads nothing (an empty table, or a first route larger than that datagram) is asked
     /// again on the request socket.
-    private var dumpDescriptor: Int32 = -1
+    @exclusivity(unchecked) private var dumpDescriptor: Int32 = -1
     /// Whether the dump socket has read nothing yet: its first dump's first datagram is small.
-    private var dumpSocketIsNew = false
+    @exclusivity(unchecked) private var dumpSocketIsNew = false
     /// How many request sockets were opened: the first, and one after each failed read (for tests).
     private(set) var socketsOpened = 0
     /// How many IPv4 dump sockets were opened: the first, and one after each dump stopped while
     /// the kernel was still dumping (for tests).
     private(set) var dumpSocketsOpened = 0
-    private var sequence: UInt32 = 0
-    private var buffer: UnsafeMutableRawBufferPointer
+    @exclusivity(unchecked) private var sequence: UInt32 = 0
+    @exclusivity(unchecked) private var buffer: UnsafeMutableRawBufferPointer
     /// The request being built; its storage is kept from one request to the next.
-    private var request = RequestBuilder()
+    @exclusivity(unchecked) private var request = RequestBuilder()
 
     /// The size of the receive buffer: the kernel fills dump datagrams up to 32 KiB.
     private static let bufferSize = 64 * 1024
@@ -289,7 +291,7 @@ final class RawRouteSocket {
     /// How many lookups may be in flight at once. Each answer takes a few KiB of the receive
     /// buffer until it is read; if the buffer overflows anyway (`ENOBUFS`), the window halves
     /// and the unanswered lookups are sent again on a new socket.
-    private var lookupWindow = 64
+    @exclusivity(unchecked) private var lookupWindow = 64
 
     /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE, as
     /// `ip route get`; policy rules apply): one request, one answer, no allocation but the
@@ -326,7 +328,15 @@ final class RawRouteSocket {
         var cursor = 0
         while cursor < destinations.count {
             let fd = try socketDescriptor()
-            let sent = Array((cursor..<destinations.count).lazy.filter { results[$0] == nil }.prefix(lookupWindow))
+            // The unanswered destinations from `cursor` on, up to a window's worth. A loop, not
+            // a lazy filter: an escaping closure would make `results` a boxed variable, checked
+            // for exclusive access at run time on every use (three per lookup).
+            var sent: [Int] = []
+            sent.reserveCapacity(min(lookupWindow, destinations.count - cursor))
+            for index in cursor..<destinations.count where results[index] == nil {
+                sent.append(index)
+                if sent.count == lookupWindow { break }
+            }
             guard !sent.isEmpty else { break }
             let first = sequence &+ 1
             request.reset()

@@ -32,34 +32,37 @@ final class SubscriptionEngine: @unchecked Sendable {
     private let completion = ConditionLock()
     private var finished = false  // guarded by `completion`
 
-    // Loop thread only.
-    private var manager: OpaquePointer?
-    private var eventSocket: OpaquePointer?
-    private var linkCache: OpaquePointer?
-    private var addressCache: OpaquePointer?
-    private var requests: RequestSocket?
-    private var epollDescriptor: Int32 = -1
-    private var inotifyDescriptor: Int32 = -1
-    private var namespaceIdentity: NetworkNamespace.Identity?
-    private var state = NetworkState()
-    private var batch: [NetlinkEvent] = []
-    private var linksToReconcile: Set<Int32> = []
-    private var tablesToReconcile: Set<TableKey> = []
+    // Loop thread only. None of these is checked for exclusive access at run time
+    // (`@exclusivity(unchecked)`): one thread alone uses them and never reaches one again
+    // while it is being modified, and the checks were a sixth of the instructions of each
+    // message on the loop (callgrind, `Benchmarks/profiles/instructions_per_flip.sh`).
+    @exclusivity(unchecked) private var manager: OpaquePointer?
+    @exclusivity(unchecked) private var eventSocket: OpaquePointer?
+    @exclusivity(unchecked) private var linkCache: OpaquePointer?
+    @exclusivity(unchecked) private var addressCache: OpaquePointer?
+    @exclusivity(unchecked) private var requests: RequestSocket?
+    @exclusivity(unchecked) private var epollDescriptor: Int32 = -1
+    @exclusivity(unchecked) private var inotifyDescriptor: Int32 = -1
+    @exclusivity(unchecked) private var namespaceIdentity: NetworkNamespace.Identity?
+    @exclusivity(unchecked) private var state = NetworkState()
+    @exclusivity(unchecked) private var batch: [NetlinkEvent] = []
+    @exclusivity(unchecked) private var linksToReconcile: Set<Int32> = []
+    @exclusivity(unchecked) private var tablesToReconcile: Set<TableKey> = []
     /// The next-hop objects by id, kept from `RTM_NEWNEXTHOP` / `RTM_DELNEXTHOP`, for routes
     /// that name one without carrying its next hops (see ``Route/nexthopID``).
-    private var nexthopObjects: [UInt32: NexthopObject] = [:]
+    @exclusivity(unchecked) private var nexthopObjects: [UInt32: NexthopObject] = [:]
     /// Whether `nexthopObjects` may be out of date: the kernel flushes the objects of a link
     /// that goes down or loses its carrier without a message, and a route named an unknown one.
-    private var nexthopObjectsStale = false
+    @exclusivity(unchecked) private var nexthopObjectsStale = false
     /// Families whose policy rules changed, to be read again (see `ruleMessage`).
-    private var rulesToReread: Set<AddressFamily> = []
+    @exclusivity(unchecked) private var rulesToReread: Set<AddressFamily> = []
     /// Messages seen since the loop last woke up for the notification socket (see
     /// `publishFirstMessage`).
-    private var messagesSinceWake = 0
+    @exclusivity(unchecked) private var messagesSinceWake = 0
     /// Where each notification datagram is read (`SubscriptionOptions.messageBufferSize` bytes).
-    private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    @exclusivity(unchecked) private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Why the subscription ends, once the loop knows; observers are told after `teardown`.
-    private var ending: NetlinkError?
+    @exclusivity(unchecked) private var ending: NetlinkError?
 
     private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher,
                  exitCoordinator: ExitCoordinator) throws(NetlinkError) {

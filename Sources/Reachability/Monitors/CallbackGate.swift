@@ -5,13 +5,14 @@ import Foundation
 /// called from inside a callback (which would otherwise wait for itself).
 final class CallbackGate: @unchecked Sendable {
     // @unchecked Sendable: every stored variable is read and written only with `condition`
-    // locked.
+    // locked, which is also the exclusive access that run-time checks would verify on every
+    // callback: they are left out (`@exclusivity(unchecked)`).
     private let condition = NSCondition()
-    private var currentGeneration = 0
-    private var running = 0
-    private var runningThread: pthread_t?
+    @exclusivity(unchecked) private var currentGeneration = 0
+    @exclusivity(unchecked) private var running = 0
+    @exclusivity(unchecked) private var runningThread: pthread_t?
     /// Threads waiting in ``close()``: a callback that ends wakes them only when there are any.
-    private var closers = 0
+    @exclusivity(unchecked) private var closers = 0
 
     /// The generation to pass to ``run(generation:_:)``; a later ``close()`` invalidates it.
     var generation: Int {

@@ -255,8 +255,11 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         }
         guard let target else { return }
         let generation = gate.open()
-        let token = engine.watch(target, inline: callbackQueue === engine.queue) { [weak self] answer, batch in
-            self?.received(answer, generation: generation, batch: batch)
+        // A `weak let`, not `[weak self]`: a weak capture is a variable, checked for exclusive
+        // access on every answer; a constant is not.
+        weak let monitor = self
+        let token = engine.watch(target, inline: callbackQueue === engine.queue) { answer, batch in
+            monitor?.received(answer, generation: generation, batch: batch)
         }
         let superseded = state.withLock { state -> Bool in
             guard state.token === placeholder, gate.generation == generation else { return true }

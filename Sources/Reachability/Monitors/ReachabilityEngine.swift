@@ -30,21 +30,23 @@ final class ReachabilityEngine: Sendable {
 
     /// What the engine keeps for one target. A class, so that reading or updating one entry
     /// of 10 000 in an evaluation round touches that entry only (a struct would be copied out
-    /// of the dictionary, its watchers with it). Only used with ``state`` locked.
+    /// of the dictionary, its watchers with it). Only used with ``state`` locked, which is the
+    /// exclusive access that run-time checks would verify, several per entry and round: they
+    /// are left out (`@exclusivity(unchecked)`).
     private final class Entry {
-        var answer: ReachabilityAnswer?
-        var addresses: [IPAddress]?
+        @exclusivity(unchecked) var answer: ReachabilityAnswer?
+        @exclusivity(unchecked) var addresses: [IPAddress]?
         /// Why the last resolution gave no addresses, when it failed or timed out.
-        var resolutionFailure: ReachabilityError?
+        @exclusivity(unchecked) var resolutionFailure: ReachabilityError?
         /// Resolutions started, and the newest one whose result was applied.
-        var resolutionGeneration = 0
-        var appliedResolution = 0
+        @exclusivity(unchecked) var resolutionGeneration = 0
+        @exclusivity(unchecked) var appliedResolution = 0
         /// Watchers, and whether each has had its first answer (only those get changes).
-        var watchers: [UInt64: Watching] = [:]
+        @exclusivity(unchecked) var watchers: [UInt64: Watching] = [:]
         /// The FIB entry an address target matched, valid while `matchedGeneration` is the
         /// engine's ``State/matchGeneration`` (see SharedLookups.swift).
-        var matched: MatchedEntry?
-        var matchedGeneration = -1
+        @exclusivity(unchecked) var matched: MatchedEntry?
+        @exclusivity(unchecked) var matchedGeneration = -1
     }
 
     /// One watch of a target: its callback, and whether it has had its first answer.
@@ -174,10 +176,13 @@ final class ReachabilityEngine: Sendable {
     /// thread (a few comparisons each, one lock per batch), so that a route change that cannot
     /// matter to any target costs no wake-up of the evaluation queue.
     func start() {
-        let observation = subscription.observeBatchesOnSubscriptionThread(onTermination: { [weak self] error in
-            self?.subscriptionEnded(error)
-        }) { [weak self] events in
-            self?.received(events)
+        // `weak let` rather than `[weak self]`: a weak capture is a variable, whose every read
+        // is checked for exclusive access at run time; a constant's is not.
+        weak let engine = self
+        let observation = subscription.observeBatchesOnSubscriptionThread(onTermination: { error in
+            engine?.subscriptionEnded(error)
+        }) { events in
+            engine?.received(events)
         }
         state.withLock { $0.observation = observation }
     }

@@ -105,9 +105,12 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         }
         // Judged in the engine's rounds: once per netlink read, on the snapshot the host
         // monitors of the namespace were judged on.
-        let observer = engine.observeRounds { [weak self] snapshot in
-            guard let self else { return }
-            self.deliver(self.evaluate(in: snapshot, engine: engine), generation: generation)
+        // A constant weak reference, read without the run-time exclusivity check that a
+        // `[weak self]` capture (a variable) costs on every round.
+        weak let monitor = self
+        let observer = engine.observeRounds { snapshot in
+            guard let monitor else { return }
+            monitor.deliver(monitor.evaluate(in: snapshot, engine: engine), generation: generation)
         }
         state.withLock { $0.roundObserver = observer }
         return true
