@@ -88,9 +88,14 @@ extension NetworkState {
         for event in events {
             switch event {
             case .link(let change):
-                // A link keeps its index: old and new versions share the key.
-                let index = change.value.index
-                links[index] = newer.links[index]
+                // A link keeps its index: old and new versions share the key. The subscription
+                // stores the very value it reports (see `upsert`), so the event's own value is
+                // taken: looking it up in `newer` cost a hash and a copy of an optional link
+                // through its generic value witness, some 900 instructions per link event.
+                switch change {
+                case .new(let link), .changed(_, let link): links[link.index] = link
+                case .removed(let link): links[link.index] = nil
+                }
             case .address(let change):
                 change.forEachVersion { addresses[$0.key] = newer.addresses[$0.key] }
             case .route(let change):
