@@ -65,7 +65,8 @@ extension Link {
             hardwareAddress: hardware,
             masterIndex: master > 0 && master != rtnl_link_get_ifindex(link) ? Int32(master) : nil,
             lowerLinkIndex: lower > 0 ? Int32(lower) : nil,
-            linkNamespaceID: rtnl_link_get_link_netnsid(link, &netnsid) == 0 ? netnsid : nil)
+            linkNamespaceID: rtnl_link_get_link_netnsid(link, &netnsid) == 0 ? netnsid : nil,
+            group: rtnl_link_get_group(link))
     }
 }
 

@@ -27,12 +27,15 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The namespace id (`IFLA_LINK_NETNSID`) of the namespace that holds the lower link,
     /// when it is another namespace (for example the peer of a veth pair).
     public var linkNamespaceID: Int32?
+    /// The interface group (`IFLA_GROUP`, `ip link set ... group`): 0, the default group,
+    /// unless one was set. A policy rule's `suppress_ifgroup` names one.
+    public var group: UInt32
 
     /// Creates a link value. The library fills these from the kernel; tests and fixtures may too.
     public init(index: Int32, name: String, arphrdType: ARPHRDType, kind: String? = nil,
                 flags: InterfaceFlags, operState: OperState, carrier: Bool? = nil, mtu: UInt32,
                 hardwareAddress: HardwareAddress? = nil, masterIndex: Int32? = nil,
-                lowerLinkIndex: Int32? = nil, linkNamespaceID: Int32? = nil) {
+                lowerLinkIndex: Int32? = nil, linkNamespaceID: Int32? = nil, group: UInt32 = 0) {
         self.index = index
         self.name = name
         self.arphrdType = arphrdType
@@ -45,6 +48,7 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
         self.masterIndex = masterIndex
         self.lowerLinkIndex = lowerLinkIndex
         self.linkNamespaceID = linkNamespaceID
+        self.group = group
     }
 
     /// The interface index.

@@ -30,6 +30,7 @@ extension Link {
         var hardware: HardwareAddress?
         var kind: String?
         var namespaceID: Int32?
+        var group: UInt32 = 0
         var attributes = RouteAttributes(payload, from: MemoryLayout<ifinfomsg>.size)
         while let (type, value) = attributes.next() {
             switch Int(type) {
@@ -41,6 +42,7 @@ extension Link {
             case IFLA_CARRIER: carrier = value.first ?? 0
             case IFLA_ADDRESS: hardware = value.isEmpty ? nil : HardwareAddress(octets: Array(value))
             case IFLA_LINK_NETNSID: namespaceID = value.u32.map { Int32(bitPattern: $0) }
+            case IFLA_GROUP: group = value.u32 ?? 0
             case IFLA_LINKINFO:
                 var nested = RouteAttributes(value, from: 0)
                 while let (infoType, infoValue) = nested.next() {
@@ -63,7 +65,8 @@ extension Link {
             hardwareAddress: hardware,
             masterIndex: master > 0 && Int32(bitPattern: master) != index ? Int32(bitPattern: master) : nil,
             lowerLinkIndex: lower > 0 ? Int32(bitPattern: lower) : nil,
-            linkNamespaceID: namespaceID)
+            linkNamespaceID: namespaceID,
+            group: group)
     }
 }
 

@@ -17,6 +17,7 @@ extension Link {
         out.key("master"); out.value(masterIndex)
         out.key("link"); out.value(lowerLinkIndex)
         out.key("linkNetnsid"); out.value(linkNamespaceID)
+        out.key("group"); out.value(group)
         out.endObject()
     }
 }

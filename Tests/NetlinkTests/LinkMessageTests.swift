@@ -24,6 +24,7 @@ struct LinkMessageTests {
             ("tun without a hardware address", ["tuntap add dev tun7 mode tun"]),
             ("mtu, address, rename", ["link set i0 mtu 1400", "link set va address 02:00:00:00:00:07",
                                       "link set vx0 down", "link set vx0 name vxlan5", "link set vxlan5 up"]),
+            ("interface groups", ["link set i0 group 7", "link set va group 42"]),
             ("down and carrier loss", ["link set va down", "link set vb down"]),
             ("port leaves the bridge", ["link set vb nomaster"]),
             ("a veth whose peer is in another namespace", ["link add vx type veth peer name vy netns \(elsewhere.name)"]),
@@ -33,6 +34,7 @@ struct LinkMessageTests {
         let links = subscription.state.links.values
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil }, "the peer's namespace id is read")
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil && $0.lowerLinkIndex != nil })
+        #expect(links.contains { $0.name == "va" && $0.group == 42 }, "the interface group is read")
     }
 
     @Test func truncatedAndCorruptedLinkMessagesNeverOverrun() throws {

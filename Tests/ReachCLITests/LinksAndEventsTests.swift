@@ -139,7 +139,7 @@ struct LinksAndEventsTests {
             let classification = #""type":"other","kind":"veth","infoKind":"veth","expensive":false,"transient":false,"virtual":true,"constrained":false,"evidence":"IFLA_INFO_KIND veth","arphrd":1"#
             func vaJSON(mtu: Int) -> String {
                 #"{"name":"va","index":VA,"#.replacingOccurrences(of: "VA", with: "\(va)") + classification
-                    + #","operState":"lowerLayerDown","up":true,"running":false,"flags":["up","broadcast","multicast"],"carrier":false,"mtu":MTU,"hardwareAddress":"02:00:00:00:00:0a","master":null,"link":VB,"linkNetnsid":null}"#
+                    + #","operState":"lowerLayerDown","up":true,"running":false,"flags":["up","broadcast","multicast"],"carrier":false,"mtu":MTU,"hardwareAddress":"02:00:00:00:00:0a","master":null,"link":VB,"linkNetnsid":null,"group":0}"#
                     .replacingOccurrences(of: "MTU", with: "\(mtu)").replacingOccurrences(of: "VB", with: "\(vb)")
             }
             let changed = events.lines.withLock { $0.first { $0.contains("\"event\":\"changed\",\"object\":\"link\"") } }

@@ -68,6 +68,31 @@ struct WatchAndWaitTests {
         #expect(after.output.contains("\"name\":\"va\""), "\(after.output)")
     }
 
+    /// A rule with `suppress_ifgroup` passes over the main table's answer while its link is in
+    /// the group: `reach check` and `reach watch` follow the link's group (a link event), as
+    /// `ip route get` does.
+    @Test func theInternetFollowsALinksInterfaceGroupUnderSuppressIfgroup() throws {
+        let ns = try TestNamespace("cligroup")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinks + [
+            "route add default via 10.1.0.2 dev va", "route add default via 10.2.0.2 dev wa table 100",
+            "rule add table main suppress_ifgroup 5 pref 100", "rule add table 100 pref 200",
+        ])
+        let watch = try ReachProcess(["watch", "--json", "--netns", ns.name])
+        defer { watch.stop() }
+        #expect(eventually { objects(watch).count == 1 })
+        #expect((objects(watch).first?["interface"] as? [String: Any])?["name"] as? String == "va", "\(objects(watch))")
+        try ns.ip("link", "set", "va", "group", "5")
+        #expect(eventually { (objects(watch).last?["interface"] as? [String: Any])?["name"] as? String == "wa" },
+                "\(objects(watch))")
+        let check = try reach("check", "--json", "--netns", ns.name)
+        #expect(check.output.contains("\"name\":\"wa\""), "\(check.output)")
+        #expect(try ns.exec(["ip", "route", "get", "192.0.2.1"]).output.contains("dev wa"), "the kernel agrees")
+        try ns.ip("link", "set", "va", "group", "default")
+        #expect(eventually { (objects(watch).last?["interface"] as? [String: Any])?["name"] as? String == "va" },
+                "\(objects(watch))")
+    }
+
     /// A rule that selects by source: the internet waits for the address it selects, which
     /// an internet-only watch must follow (an address event).
     @Test func theInternetFollowsTheAddressARuleSelectsBySource() throws {

@@ -193,6 +193,30 @@ struct InternetRuleTests {
         #expect(ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex) == [3])
     }
 
+    /// `suppress_ifgroup`: a table's answer through a link of that group is passed over, and a
+    /// later route of the table through one is no fallback.
+    @Test func aRuleSuppressesAnswersThroughLinksOfItsInterfaceGroup() {
+        let rules = [Self.rule(100) { $0.suppressInterfaceGroup = 5 }, Self.rule(200, table: 100)] + Self.standard
+        let routes = [Self.route(dev: 2, metric: 10), Self.route(table: 100, dev: 3)]
+        func internet(ethGroup: UInt32, wgGroup: UInt32 = 0, _ routes: [Route]) -> [Int32?] {
+            var state = Self.state(routes, rules: rules)
+            state.links[2]?.group = ethGroup
+            state.links[3]?.group = wgGroup
+            return ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex)
+        }
+        #expect(internet(ethGroup: 0, routes) == [2], "another group: the main table answers at rule 100")
+        #expect(internet(ethGroup: 5, routes) == [3], "eth0 in the group: rule 200's table answers")
+        // The main rule (32766) does not suppress: with table 100 empty, eth0 answers there.
+        #expect(internet(ethGroup: 5, [routes[0]]) == [2])
+        // A later main-table route through the group is cut from rule 100's list.
+        let both = [Self.route(dev: 2, metric: 10), Self.route(dev: 3, metric: 20), Self.route(table: 100, dev: 3)]
+        #expect(internet(ethGroup: 0, wgGroup: 5, both) == [2])
+        #expect(internet(ethGroup: 0, wgGroup: 0, both) == [2, 3])
+        // A route through a link the state does not know is not suppressed (the kernel checks
+        // a device it has).
+        #expect(internet(ethGroup: 5, [Self.route(dev: 9, metric: 10)]) == [9])
+    }
+
     @Test func aSuppressingRulePassesOverALocalDefaultRouteToo() {
         var local = Self.route(dev: 1)
         local.type = .local

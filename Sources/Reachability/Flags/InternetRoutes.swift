@@ -28,7 +28,10 @@ extension ReachabilityEvaluator {
     ///   default route of another type (local, broadcast, multicast) answers too, and is no way
     ///   to the internet. A table with a unicast default route ends the walk; one without (or whose
     ///   first is a `throw` route, or whose rule has `suppress_prefixlength`, which passes over
-    ///   default routes) passes the packet on to the next rule;
+    ///   default routes) passes the packet on to the next rule; so does one whose answer goes
+    ///   out through a link of the rule's `suppress_ifgroup` (its first next hop's link, whose
+    ///   group the kernel checks), and the table's later routes through such a link are no
+    ///   fallback: the kernel would pass them over too;
     /// - `goto`: goes on at the first rule with that priority; `nop`: goes on;
     /// - any other action (`blackhole`, `unreachable`, `prohibit`) ends the family with nothing.
     ///
@@ -48,8 +51,7 @@ extension ReachabilityEvaluator {
     ///
     /// A family without rules in the state (built by hand, or a kernel without policy routing)
     /// is routed by its main table, where a `throw` default route refuses too; a family whose
-    /// rules were read and are none routes nothing. A rule's `suppress_ifgroup` is not applied
-    /// (links' groups are not read).
+    /// rules were read and are none routes nothing.
     ///
     /// So with WireGuard's `wg-quick` (`not fwmark 51820 lookup 51820`, and `lookup main
     /// suppress_prefixlength 0` before it), the internet goes through the tunnel's table, and
@@ -65,10 +67,12 @@ extension ReachabilityEvaluator {
                 let carrying = defaults.filter { carries($0, from: source) }
                 guard let walked else {
                     // No rules read: the main table, where a `throw` route refuses too.
-                    let (routes, _) = tableRoutes(carrying.filter { $0.table == .main }, suppressed: false, throwRefuses: true)
+                    let (routes, _) = tableRoutes(carrying.filter { $0.table == .main }, suppresses: { _ in false },
+                                                  throwRefuses: true)
                     return routes.map { (32766, $0) }
                 }
-                return walkRules(walked, defaults: carrying, source: source, userID: userID, loopbackName: loopbackName)
+                return walkRules(walked, defaults: carrying, links: state.links, source: source, userID: userID,
+                                 loopbackName: loopbackName)
             }
             var found = walk(from: nil)
             if (walked ?? []).contains(where: { $0.source != nil }) || defaults.contains(where: Self.isSourceSpecific) {
@@ -124,8 +128,8 @@ extension ReachabilityEvaluator {
 
     /// One walk of a family's rules for a packet from `source` (nil: none chosen yet), with the
     /// routes it finds ranked by the priority of the rule that found them.
-    private static func walkRules(_ rules: [PolicyRule], defaults: [Route], source: IPAddress?, userID: UInt32,
-                                  loopbackName: String) -> [(UInt32, Route)] {
+    private static func walkRules(_ rules: [PolicyRule], defaults: [Route], links: [Int32: Link], source: IPAddress?,
+                                  userID: UInt32, loopbackName: String) -> [(UInt32, Route)] {
         var found: [(UInt32, Route)] = []
         var index = 0
         while index < rules.count {
@@ -136,8 +140,16 @@ extension ReachabilityEvaluator {
             case .toTable:
                 // Table 0 (a VRF rule's, for a socket of no VRF) is the main table.
                 let table = rule.table == .unspecified ? .main : rule.table
-                let (routes, ends) = tableRoutes(defaults.filter { $0.table == table },
-                                                 suppressed: rule.suppressPrefixLength != nil, throwRefuses: false)
+                // The kernel's suppressors (`fib4_rule_suppress`, `fib6_rule_suppress`): a default
+                // route's prefix is as short as any `suppress_prefixlength`, and the group is its
+                // first next hop's link's.
+                let suppressesAll = rule.suppressPrefixLength != nil
+                let group = rule.suppressInterfaceGroup
+                let (routes, ends) = tableRoutes(defaults.filter { $0.table == table }, suppresses: { route in
+                    guard !suppressesAll else { return true }
+                    guard let group, let index = route.outputLinkIndex, let link = links[index] else { return false }
+                    return link.group == group
+                }, throwRefuses: false)
                 found += routes.map { (rule.priority, $0) }
                 if ends { return found }
             case .goto:
@@ -160,8 +172,10 @@ extension ReachabilityEvaluator {
     /// What a lookup in one table gives: its default routes in the kernel's order (metric), the
     /// unicast ones that have a live next hop up to the first refusing one, which is included;
     /// and whether the lookup ends there (a route answered) or passes on to the next rule (no
-    /// default route, a `throw` first, or unicast answers suppressed by the rule).
-    private static func tableRoutes(_ defaults: [Route], suppressed: Bool, throwRefuses: Bool) -> (routes: [Route], ends: Bool) {
+    /// default route, a `throw` first, or an answer that the rule suppresses). A suppressed
+    /// route also ends the list: taken after the ones before it, it would be passed over.
+    private static func tableRoutes(_ defaults: [Route], suppresses: (Route) -> Bool,
+                                    throwRefuses: Bool) -> (routes: [Route], ends: Bool) {
         let ordered = defaults.sorted { ($0.metric, $0.outputLinkIndex ?? 0) < ($1.metric, $1.outputLinkIndex ?? 0) }
         var routes: [Route] = []
         for route in ordered {
@@ -170,9 +184,9 @@ extension ReachabilityEvaluator {
                 // The kernel's lookup passes over a route whose every next hop is dead (a link
                 // down, or without carrier with `ignore_routes_with_linkdown`).
                 if !route.nexthops.isEmpty, route.nexthops.allSatisfy({ $0.flags.contains(.dead) }) { continue }
-                // A suppressed answer is passed over, and so is the table: its first route
-                // answers, and any unicast default route would be suppressed alike.
-                if suppressed { return (routes, !routes.isEmpty) }
+                // A suppressed answer is passed over, and so is the table: the routes before it
+                // answer first; without them the packet goes on to the next rule.
+                if suppresses(route) { return (routes, !routes.isEmpty) }
                 routes.append(route)
             case .unreachable, .prohibit, .blackhole:
                 routes.append(route)
@@ -183,7 +197,7 @@ extension ReachabilityEvaluator {
             default:
                 // Local, broadcast, anycast, multicast: an answer (which the rule can suppress,
                 // as it can a unicast one) that is not a way to the internet.
-                if suppressed { return (routes, !routes.isEmpty) }
+                if suppresses(route) { return (routes, !routes.isEmpty) }
                 return (routes, true)
             }
         }
