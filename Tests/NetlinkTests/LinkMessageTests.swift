@@ -35,6 +35,7 @@ struct LinkMessageTests {
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil }, "the peer's namespace id is read")
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil && $0.lowerLinkIndex != nil })
         #expect(links.contains { $0.name == "va" && $0.group == 42 }, "the interface group is read")
+        #expect(links.allSatisfy { $0.name == "va" || $0.group == 0 }, "the others in the default group (i0, in group 7, was deleted)")
     }
 
     @Test func truncatedAndCorruptedLinkMessagesNeverOverrun() throws {

@@ -215,6 +215,39 @@ struct InternetRuleTests {
         // A route through a link the state does not know is not suppressed (the kernel checks
         // a device it has).
         #expect(internet(ethGroup: 5, [Self.route(dev: 9, metric: 10)]) == [9])
+        // With suppress_prefixlength as well, either one suppresses.
+        var both0 = rules
+        both0[0].suppressPrefixLength = 0
+        var prefixed = Self.state(routes, rules: both0)
+        prefixed.links[2]?.group = 0
+        #expect(ReachabilityEvaluator.internetRoutes(prefixed).map(\.outputLinkIndex) == [3])
+    }
+
+    /// Multipath routes: IPv4 checks the first next hop's link, dead or not
+    /// (`fib_info_nhc(fi, 0)`); IPv6 the hop the flow is hashed to among the live ones, so its
+    /// route is passed over only when every live hop is in the group.
+    @Test func suppressIfgroupJudgesIPv4ByTheFirstHopAndIPv6ByItsLiveHops() {
+        func multipath(_ family: AddressFamily, dead: Int32? = nil) -> Route {
+            var route = Self.route(family: family)
+            route.nexthops = [Nexthop(linkIndex: 2, flags: dead == 2 ? .dead : []),
+                              Nexthop(linkIndex: 3, flags: dead == 3 ? .dead : [])]
+            return route
+        }
+        func internet(_ family: AddressFamily, _ route: Route, ethGroup: UInt32, wgGroup: UInt32) -> [Int32?] {
+            let rules = [Self.rule(100, family: family) { $0.suppressInterfaceGroup = 5 },
+                         Self.rule(200, table: 100, family: family)]
+            var state = Self.state([route, Self.route(table: 100, dev: 9, family: family)], rules: rules)
+            state.links[2]?.group = ethGroup
+            state.links[3]?.group = wgGroup
+            return ReachabilityEvaluator.internetRoutes(state).map(\.outputLinkIndex)
+        }
+        #expect(internet(.ipv4, multipath(.ipv4), ethGroup: 5, wgGroup: 0) == [9], "IPv4: the first hop decides")
+        #expect(internet(.ipv4, multipath(.ipv4), ethGroup: 0, wgGroup: 5) == [2])
+        #expect(internet(.ipv4, multipath(.ipv4, dead: 2), ethGroup: 5, wgGroup: 0) == [9], "even a dead first hop")
+        #expect(internet(.ipv6, multipath(.ipv6), ethGroup: 5, wgGroup: 0) == [2], "IPv6: flows hashed to wg0 leave")
+        #expect(internet(.ipv6, multipath(.ipv6), ethGroup: 5, wgGroup: 5) == [9])
+        #expect(internet(.ipv6, multipath(.ipv6, dead: 3), ethGroup: 5, wgGroup: 0) == [9], "the one live hop is in the group")
+        #expect(internet(.ipv6, multipath(.ipv6, dead: 2), ethGroup: 5, wgGroup: 0) == [2], "the dead hop is not chosen")
     }
 
     @Test func aSuppressingRulePassesOverALocalDefaultRouteToo() {

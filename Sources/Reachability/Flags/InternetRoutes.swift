@@ -29,9 +29,12 @@ extension ReachabilityEvaluator {
     ///   to the internet. A table with a unicast default route ends the walk; one without (or whose
     ///   first is a `throw` route, or whose rule has `suppress_prefixlength`, which passes over
     ///   default routes) passes the packet on to the next rule; so does one whose answer goes
-    ///   out through a link of the rule's `suppress_ifgroup` (its first next hop's link, whose
-    ///   group the kernel checks), and the table's later routes through such a link are no
-    ///   fallback: the kernel would pass them over too;
+    ///   out through a link of the rule's `suppress_ifgroup`, and the table's later routes
+    ///   through such a link are no fallback: the kernel would pass them over too. The link is
+    ///   the one whose group the kernel checks: for IPv4 the route's first next hop's, dead or
+    ///   not; for IPv6 the hop that the flow's hash picks among the live ones, so a multipath
+    ///   IPv6 route is passed over only when every live hop's link is in the group (flows hashed
+    ///   to its other hops leave through them);
     /// - `goto`: goes on at the first rule with that priority; `nop`: goes on;
     /// - any other action (`blackhole`, `unreachable`, `prohibit`) ends the family with nothing.
     ///
@@ -141,14 +144,20 @@ extension ReachabilityEvaluator {
                 // Table 0 (a VRF rule's, for a socket of no VRF) is the main table.
                 let table = rule.table == .unspecified ? .main : rule.table
                 // The kernel's suppressors (`fib4_rule_suppress`, `fib6_rule_suppress`): a default
-                // route's prefix is as short as any `suppress_prefixlength`, and the group is its
-                // first next hop's link's.
+                // route's prefix is as short as any `suppress_prefixlength`; the group is that of
+                // the first next hop's link in IPv4 (`fib_info_nhc(fi, 0)`), of the hop the flow
+                // was hashed to in IPv6 (`rt6i_idev`, set after `fib6_select_path`).
                 let suppressesAll = rule.suppressPrefixLength != nil
                 let group = rule.suppressInterfaceGroup
                 let (routes, ends) = tableRoutes(defaults.filter { $0.table == table }, suppresses: { route in
                     guard !suppressesAll else { return true }
-                    guard let group, let index = route.outputLinkIndex, let link = links[index] else { return false }
-                    return link.group == group
+                    guard let group else { return false }
+                    func inGroup(_ index: Int32?) -> Bool { index.flatMap { links[$0]?.group } == group }
+                    if route.family == .ipv6, route.nexthops.count > 1 {
+                        let live = route.nexthops.filter { !$0.flags.contains(.dead) }
+                        return !live.isEmpty && live.allSatisfy { inGroup($0.linkIndex) }
+                    }
+                    return inGroup(route.outputLinkIndex)
                 }, throwRefuses: false)
                 found += routes.map { (rule.priority, $0) }
                 if ends { return found }
