@@ -93,6 +93,27 @@ struct WatchAndWaitTests {
                 "\(objects(watch))")
     }
 
+    /// The same in IPv6, whose rule checks the link of the hop the flow was hashed to.
+    @Test func theIPv6InternetFollowsALinksInterfaceGroupUnderSuppressIfgroup() throws {
+        let ns = try TestNamespace("cligroup6")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinkLinks + [
+            "address add 2001:db8:1::1/64 dev va nodad", "address add 2001:db8:2::1/64 dev wa nodad",
+            "route add ::/0 via 2001:db8:1::2 dev va", "route add ::/0 via 2001:db8:2::2 dev wa table 100",
+        ])
+        try ns.ip("-6", "rule", "add", "table", "main", "suppress_ifgroup", "5", "pref", "100")
+        try ns.ip("-6", "rule", "add", "table", "100", "pref", "200")
+        func internetLink() throws -> String {
+            let answer = try reach("check", "--json", "--netns", ns.name)
+            let object = try JSONSerialization.jsonObject(with: Data(answer.output.utf8)) as? [String: Any]
+            return (object?["interface"] as? [String: Any])?["name"] as? String ?? answer.output
+        }
+        #expect(try internetLink() == "va")
+        try ns.ip("link", "set", "va", "group", "5")
+        #expect(try internetLink() == "wa")
+        #expect(try ns.exec(["ip", "-6", "route", "get", "2001:db8:ffff::1"]).output.contains("dev wa"), "the kernel agrees")
+    }
+
     /// A rule that selects by source: the internet waits for the address it selects, which
     /// an internet-only watch must follow (an address event).
     @Test func theInternetFollowsTheAddressARuleSelectsBySource() throws {
