@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs the reliability tests (lifetimes, storms, faults, overflow, the subscription's thread,
+# Runs the reliability tests (lifetimes, storms, faults, restarts and late resolutions, overflow, the subscription's thread,
 # monitors, route-, link-, address-, next-hop- and rule-message parsing) under the thread sanitizer and under the
 # address sanitizer with LeakSanitizer. Any report fails the run. Called by .ci/run after scripts/test.sh.
 #   scripts/sanitizers.sh            both
@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-filter='LifetimeTests|StormTests|FaultTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|AddressMessageTests|PathTests|ForeignSenderTests|NexthopObjectTests|NexthopRouteTests|PolicyRuleTests|InternetRuleTests'
+filter='LifetimeTests|StormTests|FaultTests|RestartTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|AddressMessageTests|PathTests|ForeignSenderTests|NexthopObjectTests|NexthopRouteTests|PolicyRuleTests|InternetRuleTests'
 for sanitizer in ${1:-thread address}; do
     scratch=.build-$sanitizer
     log=$(mktemp)

@@ -20,7 +20,7 @@ final class RecordingDelegate: ReachabilityDelegate {
 }
 
 /// A namespace with one veth pair: 10.1.0.1/24 on va; the peer vb holds the carrier.
-private func wiredNamespace(_ label: String) throws -> TestNamespace {
+func wiredNamespace(_ label: String) throws -> TestNamespace {
     let ns = try TestNamespace(label)
     try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
                   "address add 10.1.0.1/24 dev va", "link add vx type veth peer name vy"])
@@ -29,7 +29,7 @@ private func wiredNamespace(_ label: String) throws -> TestNamespace {
 }
 
 /// Waits a little for deliveries that must not come (a liveness bound, not a timing assertion).
-private func settle() { usleep(300_000) }
+func settle() { usleep(300_000) }
 
 @Suite("Monitors", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
 struct MonitorTests {

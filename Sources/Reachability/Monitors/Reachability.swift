@@ -47,8 +47,11 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         var allowsCellularConnection = true
         var coalescingInterval: DispatchTimeInterval?
         var postsNotifications = true
-        /// The newest answer waiting for the end of a coalescing window, if one is open.
+        /// The newest answer waiting for the end of a coalescing window, if one is open, and
+        /// the listening generation it belongs to: a window opened before a stop must not take
+        /// the answers of the next start (its timer delivers to a closed generation).
         var pendingAnswer: ReachabilityAnswer?
+        var pendingGeneration = 0
     }
 
     private let state: Locked<State>
@@ -211,7 +214,12 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// A closure called on ``callbackQueue`` with every change.
     public var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)? {
         get { state.withLock { $0.onChange } }
-        set { state.withLock { $0.onChange = newValue } }
+        set {
+            var replaced = newValue
+            state.withLock { swap(&$0.onChange, &replaced) }
+            // The closure replaced is released here, after the lock: it may hold the last
+            // reference to an object whose deinit uses this monitor, which would lock again.
+        }
     }
 
     /// Ola's installable callback: sets ``onChange`` to call `callback` with Ola's status, and
@@ -244,17 +252,26 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     public var isListening: Bool { state.withLock { $0.token != nil } }
 
     /// Starts listening: the current answer is delivered first, then every change. Starting
-    /// twice is harmless.
+    /// twice is harmless; starting again after ``stopListening()`` delivers the current answer
+    /// first again, even if it is the one delivered before the stop.
     public func startListening() {
         guard let engine = engineProvider() else { return }
         let placeholder = ReachabilityEngine.Token(id: 0, target: .internet)
-        let target = state.withLock { state -> ReachabilityTarget? in
+        // The gate's generation is opened under the lock that marks the monitor as listening:
+        // a `stopListening()` on another thread then either comes first (and this start opens
+        // a generation after its close) or takes this placeholder and closes this generation.
+        // Opened after the lock, a stop could close the gate before this start opened it, and
+        // the first answer would pass the new generation after that stop returned.
+        let started = state.withLock { state -> (target: ReachabilityTarget, generation: Int)? in
             guard state.token == nil else { return nil }
             state.token = placeholder
-            return state.target
+            // A new start tells the current answer first: the kept one and an answer waiting
+            // in a coalescing window belong to the listening that ended.
+            state.answer = nil
+            state.pendingAnswer = nil
+            return (state.target, gate.open())
         }
-        guard let target else { return }
-        let generation = gate.open()
+        guard let (target, generation) = started else { return }
         // A `weak let`, not `[weak self]`: a weak capture is a variable, checked for exclusive
         // access on every answer; a constant is not.
         weak let monitor = self
@@ -272,19 +289,31 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// Stops listening. After it returns no callback runs (unless it is called from one).
     public func stopListening() {
         let token = state.withLock { state -> ReachabilityEngine.Token? in
-            defer { state.token = nil }
+            defer {
+                state.token = nil
+                state.pendingAnswer = nil
+            }
             return state.token
         }
         if let token { engineProvider()?.unwatch(token) }
         gate.close()
     }
 
-    /// Every answer as an asynchronous sequence: the current one first, then each change. The
-    /// sequence holds its own watch; it ends when the iterating task is cancelled.
+    /// Every answer as an asynchronous sequence: the current one first, then each change.
+    ///
+    /// The sequence holds its own watch of the target, apart from ``startListening()`` and
+    /// ``stopListening()`` and from the monitor's lifetime (`for await answer in
+    /// Reachability(host: ...).updates()` works without keeping the monitor). It ends when the
+    /// iterating task is cancelled or the loop is left, and after the answer
+    /// ``UnreachableReason/monitoringEnded(_:)`` when the namespace goes away: nothing follows
+    /// that answer.
     public func updates() -> AsyncStream<ReachabilityAnswer> {
         let (stream, continuation) = AsyncStream<ReachabilityAnswer>.makeStream()
         guard let engine = engineProvider() else { continuation.finish(); return stream }
-        let token = engine.watch(target) { answer, _ in continuation.yield(answer) }
+        let token = engine.watch(target) { answer, _ in
+            continuation.yield(answer)
+            if case .monitoringEnded = answer.reason { continuation.finish() }
+        }
         continuation.onTermination = { _ in engine.unwatch(token) }
         return stream
     }
@@ -305,13 +334,22 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         }
         if let coalescing = interval, !first {
             let windowOpen = state.withLock { state -> Bool in
-                defer { state.pendingAnswer = answer }
-                return state.pendingAnswer != nil
+                // An ended listening's answer (a round took its watch before the stop) does not
+                // replace the new listening's: its generation is closed and older.
+                if state.pendingAnswer != nil, state.pendingGeneration > generation { return true }
+                defer {
+                    state.pendingAnswer = answer
+                    state.pendingGeneration = generation
+                }
+                return state.pendingAnswer != nil && state.pendingGeneration == generation
             }
             if !windowOpen {
                 callbackQueue.asyncAfter(deadline: .now() + coalescing) { [weak self] in
                     guard let self else { return }
-                    let latest = self.state.withLock { state in
+                    // Only this window's answer: after a stop and a start, the answer waiting
+                    // is the new listening's, whose own timer delivers it.
+                    let latest = self.state.withLock { state -> ReachabilityAnswer? in
+                        guard state.pendingGeneration == generation else { return nil }
                         defer { state.pendingAnswer = nil }
                         return state.pendingAnswer
                     }

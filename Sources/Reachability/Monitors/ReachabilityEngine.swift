@@ -34,11 +34,16 @@ final class ReachabilityEngine: Sendable {
     /// exclusive access that run-time checks would verify, several per entry and round: they
     /// are left out (`@exclusivity(unchecked)`).
     private final class Entry {
+        /// Which entry this is, unique in the engine: a target dropped when its last watcher
+        /// leaves and watched again gets a new entry, whose resolutions are counted from zero
+        /// again, so a result must name the entry that started it (see `resolve(_:)`).
+        let serial: UInt64
+        init(serial: UInt64) { self.serial = serial }
         @exclusivity(unchecked) var answer: ReachabilityAnswer?
         @exclusivity(unchecked) var addresses: [IPAddress]?
         /// Why the last resolution gave no addresses, when it failed or timed out.
         @exclusivity(unchecked) var resolutionFailure: ReachabilityError?
-        /// Resolutions started, and the newest one whose result was applied.
+        /// Resolutions started for this entry, and the newest one whose result was applied.
         @exclusivity(unchecked) var resolutionGeneration = 0
         @exclusivity(unchecked) var appliedResolution = 0
         /// Watchers, and whether each has had its first answer (only those get changes).
@@ -66,6 +71,10 @@ final class ReachabilityEngine: Sendable {
         let answer: ReachabilityAnswer
     }
 
+    /// A host name's latest resolution: its addresses, whether the network changed since, and
+    /// why it gave none, if it failed.
+    private typealias ResolvedHost = (addresses: [IPAddress], stale: Bool, failure: ReachabilityError?)
+
     private struct State {
         var entries: [ReachabilityTarget: Entry] = [:]
         var nextID: UInt64 = 1
@@ -80,6 +89,9 @@ final class ReachabilityEngine: Sendable {
         /// kernel events start runs on the subscription's thread (see `received(_:)`).
         var inlineWatchers = 0
         var networkChangedForHosts = false
+        /// How many changes made the resolved host names stale: a resolution that saw another
+        /// count when it started than when it ended is kept as stale (see `resolvedHosts`).
+        var hostNetworkChanges = 0
         /// What changed since the last round: the destinations of changed routes, or
         /// everything (a link, an address, a resynchronization, or too many routes to list).
         var changedNetworks: [IPNetwork] = []
@@ -102,7 +114,7 @@ final class ReachabilityEngine: Sendable {
         var sharedLookups = 0
         /// The latest addresses of every host name resolved here, watched or only queried, and
         /// whether the network changed since (then the next query resolves again).
-        var resolvedHosts: [String: (addresses: [IPAddress], stale: Bool, failure: ReachabilityError?)] = [:]
+        var resolvedHosts: [String: ResolvedHost] = [:]
         /// Host names being resolved for a query (not for a watch).
         var queriedHosts: Set<String> = []
         /// Called after every evaluation round with its snapshot (path monitors).
@@ -212,6 +224,9 @@ final class ReachabilityEngine: Sendable {
     /// How many watches deliver inside the round (for tests).
     var inlineWatcherCount: Int { state.withLock { $0.inlineWatchers } }
 
+    /// How many network changes made resolved host names stale (for tests).
+    var hostNetworkChangeCount: Int { state.withLock { $0.hostNetworkChanges } }
+
     /// How many watches are registered, over all targets (for tests of lifetimes).
     var watcherCount: Int { state.withLock { $0.entries.values.reduce(0) { $0 + $1.watchers.count } } }
 
@@ -226,7 +241,8 @@ final class ReachabilityEngine: Sendable {
             let token = Token(id: state.nextID, target: target, inline: inline)
             state.nextID += 1
             if inline { state.inlineWatchers += 1 }
-            let entry = state.entries[target] ?? Entry()
+            let entry = state.entries[target] ?? Entry(serial: state.nextID)
+            state.nextID += 1
             entry.watchers[token.id] = Watching(watcher: watcher, ready: false)
             state.entries[target] = entry
             state.addressIndex = nil
@@ -292,27 +308,29 @@ final class ReachabilityEngine: Sendable {
         var addresses: [IPAddress]?
         var failure: ReachabilityError?
         if case .host(let name) = target {
-            let (cached, start) = state.withLock { state in
+            let (cached, start) = state.withLock { state -> (ResolvedHost?, Int?) in
                 let cached = state.resolvedHosts[name]
-                guard cached == nil || cached!.stale, !state.queriedHosts.contains(name) else { return (cached, false) }
+                guard cached == nil || cached!.stale, !state.queriedHosts.contains(name) else { return (cached, nil) }
                 state.queriedHosts.insert(name)
-                return (cached, true)
+                return (cached, state.hostNetworkChanges)
             }
             addresses = cached?.addresses
             failure = cached?.failure
-            if start { resolveForQuery(name) }
+            if let start { resolveForQuery(name, startedAfter: start) }
         }
         return evaluate(target, addresses: addresses, resolutionFailure: failure, in: snapshot())
     }
 
-    /// Resolves a queried (unwatched) host name into ``State/resolvedHosts``.
-    private func resolveForQuery(_ name: String) {
+    /// Resolves a queried (unwatched) host name into ``State/resolvedHosts``. `changes` is
+    /// ``State/hostNetworkChanges`` when the resolution started: a result from before a network
+    /// change is kept as stale, so that the next query resolves the name again.
+    private func resolveForQuery(_ name: String, startedAfter changes: Int) {
         let (resolver, timeout) = (self.resolver, resolutionTimeout)
         Task(executorPreference: ResolutionExecutor.shared) { [weak self] in
             let result = await BoundedResolution.resolve(name, with: resolver, timeout: timeout)
             self?.state.withLock { state in
                 state.queriedHosts.remove(name)
-                state.resolvedHosts[name] = ((try? result.get()) ?? [], false, result.failure)
+                state.resolvedHosts[name] = ((try? result.get()) ?? [], state.hostNetworkChanges != changes, result.failure)
             }
         }
     }
@@ -411,6 +429,7 @@ final class ReachabilityEngine: Sendable {
         }
         if networkChanged {
             state.networkChangedForHosts = true
+            state.hostNetworkChanges += 1
             for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
         }
         return matters
@@ -635,14 +654,19 @@ final class ReachabilityEngine: Sendable {
     }
 
     /// Starts resolving a host name; the result is stored and evaluated on the queue.
+    ///
+    /// The result is applied only to the entry that started the resolution, and only when it is
+    /// newer than the last one applied there: a target watched again after its last watcher left
+    /// has a new entry, and a slow resolution of the old one (a name server that does not answer
+    /// until the timeout) must not overwrite, or keep out, the new entry's answers.
     private func resolve(_ target: ReachabilityTarget) {
         guard case .host(let name) = target else { return }
-        let generation = state.withLock { state -> Int? in
-            guard state.entries[target] != nil else { return nil }
-            state.entries[target]!.resolutionGeneration += 1
-            return state.entries[target]!.resolutionGeneration
+        let started = state.withLock { state -> (entry: UInt64, generation: Int, changes: Int)? in
+            guard let entry = state.entries[target] else { return nil }
+            entry.resolutionGeneration += 1
+            return (entry.serial, entry.resolutionGeneration, state.hostNetworkChanges)
         }
-        guard let generation else { return }
+        guard let started else { return }
         let (resolver, timeout) = (self.resolver, resolutionTimeout)
         Task(executorPreference: ResolutionExecutor.shared) { [weak self] in
             let result = await BoundedResolution.resolve(name, with: resolver, timeout: timeout)
@@ -651,12 +675,13 @@ final class ReachabilityEngine: Sendable {
             self.queue.async {
                 // A newer result than the last applied one wins, so answers land under churn too.
                 let current = self.state.withLock { state -> Bool in
-                    guard let applied = state.entries[target]?.appliedResolution, generation > applied else { return false }
-                    state.entries[target]!.appliedResolution = generation
-                    state.entries[target]!.addresses = addresses
-                    state.entries[target]!.resolutionFailure = result.failure
+                    guard let entry = state.entries[target], entry.serial == started.entry,
+                          started.generation > entry.appliedResolution else { return false }
+                    entry.appliedResolution = started.generation
+                    entry.addresses = addresses
+                    entry.resolutionFailure = result.failure
                     state.addressIndex = nil
-                    state.resolvedHosts[name] = (addresses, false, result.failure)
+                    state.resolvedHosts[name] = (addresses, state.hostNetworkChanges != started.changes, result.failure)
                     return true
                 }
                 if current { self.evaluateAndStore(target, in: self.snapshot()) }

@@ -70,7 +70,12 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     /// The handler of path updates, called on the start queue.
     public var pathUpdateHandler: (@Sendable (NetworkPath) -> Void)? {
         get { state.withLock { $0.handler } }
-        set { state.withLock { $0.handler = newValue } }
+        set {
+            var replaced = newValue
+            state.withLock { swap(&$0.handler, &replaced) }
+            // The handler replaced is released here, after the lock: it may hold the last
+            // reference to an object whose deinit uses this monitor, which would lock again.
+        }
     }
 
     /// The path now (evaluated at once if the monitor has not delivered one yet).
@@ -89,16 +94,17 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     /// - Returns: `false` if the monitor was cancelled (it cannot be restarted), else `true`.
     @discardableResult
     public func start(queue: DispatchQueue) -> Bool {
-        let begin = state.withLock { state -> Bool? in
-            if state.cancelled { return nil }
-            if state.started { return false }
+        // The gate's generation is opened under the lock that marks the monitor as started: a
+        // `cancel()` on another thread then closes it, or comes first and is seen here.
+        let begin = state.withLock { state -> Int?? in
+            if state.cancelled { return .none }
+            if state.started { return .some(nil) }
             state.started = true
             state.queue = queue
-            return true
+            return .some(gate.open())
         }
-        guard let begin else { return false }
-        guard begin else { return true }
-        let generation = gate.open()
+        guard case .some(let opened) = begin else { return false }
+        guard let generation = opened else { return true }
         guard let engine else {
             deliver(NetworkPath(status: .unsatisfied), generation: generation)
             return true
@@ -112,7 +118,13 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             guard let monitor else { return }
             monitor.deliver(monitor.evaluate(in: snapshot, engine: engine), generation: generation)
         }
-        state.withLock { $0.roundObserver = observer }
+        // A `cancel()` since the lock above found no observer to remove: this start removes it.
+        let cancelledMeanwhile = state.withLock { state -> Bool in
+            if state.cancelled { return true }
+            state.roundObserver = observer
+            return false
+        }
+        if cancelledMeanwhile { engine.stopObservingRounds(observer) }
         return true
     }
 
@@ -130,7 +142,11 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
 
     /// Paths as an asynchronous sequence: the current one first, then every change. Iterating
     /// starts the monitor on a private queue if it was not started; the sequence ends when the
-    /// monitor is cancelled.
+    /// monitor is cancelled, the iterating task is cancelled or the loop is left.
+    ///
+    /// The iteration keeps the monitor alive, as NWPathMonitor's does: `for await path in
+    /// NetworkPathMonitor()` follows paths without another reference to the monitor, which is
+    /// released (and cancelled) once the loop ends.
     public func makeAsyncIterator() -> AsyncStream<NetworkPath>.Iterator {
         let (stream, continuation) = AsyncStream<NetworkPath>.makeStream()
         // Registered and given the current path under the lock that publishing takes, so the
@@ -143,7 +159,8 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             return state.nextStream
         }
         guard let id else { continuation.finish(); return stream.makeAsyncIterator() }
-        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.streams[id] = nil } }
+        // A strong reference, held by the stream until it ends (then the closure is released).
+        continuation.onTermination = { _ in self.state.withLock { $0.streams[id] = nil } }
         if !state.withLock({ $0.started }) { start(queue: DispatchQueue(label: "NetworkPathMonitor.sequence")) }
         return stream.makeAsyncIterator()
     }
