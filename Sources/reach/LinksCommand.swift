@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import Netlink
 import Reachability
 
@@ -65,5 +66,9 @@ struct SysfsOption: ParsableArguments {
 
     func validate() throws {
         guard !sysfsRoot.isEmpty else { throw ValidationError("--sysfs-root must not be empty") }
+        var status = stat()
+        guard stat(sysfsRoot, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            throw ValidationError("--sysfs-root must be a directory: \(sysfsRoot)")
+        }
     }
 }

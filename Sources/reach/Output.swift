@@ -34,15 +34,20 @@ enum Output {
     }
 
     /// Writes every byte, going on after short writes and interruptions. A closed pipe ends the
-    /// tool quietly (exit 0, like `head` closing it); any other failure exits 2.
+    /// tool quietly (exit 0, like `head` closing it; `main` ignores SIGPIPE so that the write
+    /// returns `EPIPE`); any other failure of standard output (a full disk, a closed descriptor)
+    /// exits 2 with one line on standard error.
     private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {
             let n = write(fd, base + offset, bytes.count - offset)
             if n < 0 {
-                if errno == EINTR { continue }
-                exit(errno == EPIPE ? 0 : 2)
+                let failure = errno
+                if failure == EINTR { continue }
+                if failure == EPIPE { exit(0) }
+                if fd == STDOUT_FILENO { error("cannot write to standard output: \(String(cString: strerror(failure)))") }
+                exit(2)
             }
             offset += n
         }

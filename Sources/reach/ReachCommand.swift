@@ -22,7 +22,11 @@ struct ReachCommand: ParsableCommand {
     /// main thread and never touch Swift's cooperative pool, whose libdispatch thread-pool
     /// monitor would wake the process every second. Only `check` runs asynchronously.
     static func main() {
+        reserveStandardDescriptors()
         acceptTerminationSignals()
+        // A closed pipe (`reach watch | head -1`) is a write error, which ends the tool with
+        // status 0 (see `Output`), not a signal that kills it with 141.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             if let asyncCommand = command as? AsyncParsableCommand {
@@ -32,6 +36,20 @@ struct ReachCommand: ParsableCommand {
             }
         } catch {
             exit(with: error)
+        }
+    }
+
+    /// Puts `/dev/null`, read-only, on each of descriptors 0, 1 and 2 that the tool was started
+    /// without (`reach check >&-`). Otherwise the first socket the tool opens would take the
+    /// number 1, and its output would be written into a netlink socket; this way a write to a
+    /// closed standard output fails (`EBADF`) and the tool says so and exits 2.
+    private static func reserveStandardDescriptors() {
+        for descriptor in STDIN_FILENO...STDERR_FILENO where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            let opened = open("/dev/null", O_RDONLY)
+            if opened >= 0, opened != descriptor {
+                dup2(opened, descriptor)
+                close(opened)
+            }
         }
     }
 

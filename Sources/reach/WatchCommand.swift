@@ -105,9 +105,12 @@ struct WaitCommand: ParsableCommand {
         monitor.postsNotifications = false
         let outcome = EndOfMonitoring()
         monitor.onChange = { _, answer in outcome.note(answer, reachable: answer.isReachable) }
+        let deadline = timeout.map(Self.deadline(after:)) ?? .distantFuture
         monitor.startListening()
-        // A futex wait, with the caller's timeout if any: no polling.
-        let finished = outcome.wait(timeout: timeout.map { .now() + .nanoseconds(Int(($0 * 1e9).rounded(.up))) } ?? .distantFuture)
+        // The first answer is always looked at (`--timeout 0` asks "reachable now?"); then a
+        // futex wait until the deadline: no polling.
+        outcome.waitForFirstAnswer()
+        let finished = outcome.wait(timeout: deadline)
         monitor.stopListening()
         switch finished {
         case .timedOut: throw ExitCode(1)
@@ -116,6 +119,14 @@ struct WaitCommand: ParsableCommand {
             throw ExitCode(2)
         case .reached: return
         }
+    }
+
+    /// The moment `seconds` from now, rounded up to the nanosecond; a timeout past what the
+    /// clock can count (some 292 years) waits forever, as none does.
+    static func deadline(after seconds: Double) -> DispatchTime {
+        let nanoseconds = (seconds * 1e9).rounded(.up)
+        guard nanoseconds < Double(Int64.max / 2) else { return .distantFuture }
+        return .now() + .nanoseconds(Int(nanoseconds))
     }
 }
 
@@ -131,9 +142,14 @@ final class EndOfMonitoring: Sendable {
 
     private let outcome = Locked<Outcome?>(nil)
     private let signal = DispatchSemaphore(value: 0)
+    private let answered = Locked(false)
+    private let firstAnswer = DispatchSemaphore(value: 0)
 
     /// Looks at an answer: a reached target or the end of monitoring wakes the waiter once.
     func note(_ answer: ReachabilityAnswer, reachable: Bool = false) {
+        defer {
+            if answered.withLock({ answered in defer { answered = true }; return !answered }) { firstAnswer.signal() }
+        }
         let next: Outcome?
         if case .monitoringEnded(let error) = answer.reason { next = .ended(error) } else { next = reachable ? .reached : nil }
         guard let next else { return }
@@ -145,7 +161,11 @@ final class EndOfMonitoring: Sendable {
         if first { signal.signal() }
     }
 
-    /// Waits for a reached target or the end of monitoring.
+    /// Waits for the first answer (a monitor delivers one at once after it starts listening).
+    func waitForFirstAnswer() { firstAnswer.wait() }
+
+    /// Waits for a reached target or the end of monitoring; one noted already is taken even
+    /// if `timeout` has passed.
     func wait(timeout: DispatchTime) -> Outcome {
         guard signal.wait(timeout: timeout) == .success else { return .timedOut }
         return outcome.withLock { $0 } ?? .timedOut

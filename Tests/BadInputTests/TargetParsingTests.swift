@@ -10,7 +10,8 @@ import Testing
 /// `ReachabilityError.invalidTarget` carrying the text; it returns `.address` exactly for what
 /// `IPAddress(_:)` accepts, `.host` exactly for RFC 1123 host names (checked by an independent
 /// oracle: dot-separated labels of 1 to 63 letters, digits, `-` not at either end and `_`, at
-/// most 253 bytes, one trailing dot allowed, which is dropped), and throws for everything else:
+/// most 253 bytes, one trailing dot allowed, which is dropped, and not read as a number: no
+/// all-digit last label, not up to four C numbers), and throws for everything else:
 /// empty text, spaces, control characters, non-ASCII, over-long names and labels. The error's
 /// description is one line without control characters. Only the parser runs: nothing here
 /// resolves a name.
@@ -42,7 +43,8 @@ struct TargetParsingTests {
     /// Host names, addresses and near misses; some verdicts are asserted outright, so that a
     /// wrong oracle cannot pass silently.
     static let corpus: [String] = [
-        "", ".", "..", "a", "a.", "a..", ".a", "a..b", "-a", "a-", "a-b", "_a", "a_b", "1", "1.2.3", "1.2.3.4",
+        "", ".", "..", "a", "a.", "a..", ".a", "a..b", "-a", "a-", "a-b", "_a", "a_b", "1", "1.2.3", "1.2.3.4", "127.1", "010.0.0.1",
+        "999.1.1.1", "0x7f.1", "0X7F", "0x", "a.123", "1.2.3.4.5", "1e100.net", "a.0x1f", "0x7f.a",
         "1.2.3.4.", "256.1.1.1", "::1", "[::1]", "[::1", "fe80::1%eth0", "example.com", "EXAMPLE.COM.",
         "exa mple.com", " example.com", "example.com ", "exa\tmple", "exa\u{0}mple", "example.com\u{0}",
         "exa\u{7f}mple", "exa\nmple", "exa\r\nmple", "bücher.example", "xn--bcher-kva.example", "例え.jp",
@@ -62,6 +64,13 @@ struct TargetParsingTests {
         #expect(!isRFC1123HostName(String(repeating: "a.", count: 127) + "a") && !isRFC1123HostName("bücher.example"))
         #expect(throws: ReachabilityError.invalidTarget("")) { try ReachabilityTarget(parsing: "") }
         #expect(try ReachabilityTarget(parsing: "EXAMPLE.COM.") == .host("EXAMPLE.COM"))
+        // What the system resolver would read as an IPv4 address in `inet_aton`'s shorthand, or
+        // send to the name servers with an all-numeric top-level label, is refused.
+        for numeric in ["127.1", "010.0.0.1", "999.1.1.1", "0x7f.1", "0X7F", "123", "a.123", "1.2.3.4.5"] {
+            #expect(throws: ReachabilityError.invalidTarget(numeric)) { try ReachabilityTarget(parsing: numeric) }
+        }
+        #expect(try ReachabilityTarget(parsing: "1e100.net") == .host("1e100.net"))
+        #expect(try ReachabilityTarget(parsing: "a.0x1f") == .host("a.0x1f"))
     }
 
     @Test func randomASCIIIsParsedOrRefused() async {

@@ -66,7 +66,7 @@ struct ArgumentFuzzTests {
     static let ipLiterals = ["1.2.3.4", "192.0.2.1", "0.0.0.0", "255.255.255.255", "::1", "::", "2001:db8::1",
                              "::ffff:192.0.2.1", "fe80::1"]
     /// Targets that are neither addresses nor host names (an argument cannot hold NUL).
-    static let badTargets = ["", " ", "a b", "ü.example", "[::1", "1.2.3.4/8", "fe80::1%eth0", "1..2", "a\u{1b}[31m",
+    static let badTargets = ["", " ", "a b", "ü.example", "[::1", "1.2.3.4/8", "fe80::1%eth0", "1..2", "127.1", "0x7f.1", "a\u{1b}[31m",
                              "tab\there", "new\nline", "cr\rx", "del\u{7f}", "nel\u{85}x", "ls\u{2028}x", "😀",
                              String(repeating: "x", count: 64), String(repeating: "a.", count: 127) + "a",
                              String(repeating: "é", count: 5_000), "-", "-1", "-x"]
@@ -97,7 +97,7 @@ struct ArgumentFuzzTests {
         case 0: return (["--netns", badNamespaces.randomElement(using: &rng)!], "--netns", false)
         case 1: return (["--timeout", badSeconds.randomElement(using: &rng)!], "--timeout", false)
         case 2: return (["--receive-buffer", badBytes.randomElement(using: &rng)!], "--receive-buffer", false)
-        case 3: return (["--sysfs-root", ""], "--sysfs-root", false)
+        case 3: return (["--sysfs-root", ["", "/nonexistent", "/dev/null"].randomElement(using: &rng)!], "--sysfs-root", false)
         case 4: return (["--no-such-option"], nil, false)
         case 5: return ([["--netns", "--timeout", "--receive-buffer", "--sysfs-root"].randomElement(using: &rng)!], nil, true)
         case 6: return (["--", ["-1", "--json", "-h", "--help", "a b"].randomElement(using: &rng)!], nil, true)
@@ -111,7 +111,7 @@ struct ArgumentFuzzTests {
         switch Int.random(in: 0...7, using: &rng) {
         case 0, 1: return (["--json"], nil)
         case 2: return ([ipLiterals.randomElement(using: &rng)!], nil)
-        case 3: return (["--sysfs-root", ["/nonexistent", "/", "/dev/null", "/proc/self"].randomElement(using: &rng)!], "--sysfs-root")
+        case 3: return (["--sysfs-root", ["/", "/proc/self", "/tmp"].randomElement(using: &rng)!], "--sysfs-root")
         case 4: return (["--timeout", ["+0.05", "+1e9", "+0"].randomElement(using: &rng)!], "--timeout")
         case 5: return (["--receive-buffer", ["+1", "+4096", "+4194304"].randomElement(using: &rng)!], "--receive-buffer")
         case 6: return ([junk(&rng)], nil)
@@ -240,7 +240,8 @@ struct ArgumentFuzzTests {
         ["check", "--netns", ".."], ["check", "--netns", ""], ["links", "--netns", String(repeating: "n", count: 256)],
         ["links", "--netns", "/nonexistent/netns"], ["links", "--netns", "/dev/null"], ["links", "--netns"],
         ["links", "--netns", "a\u{1}b"], ["links", "--netns", "/" + String(repeating: "p", count: 5_000)],
-        ["links", "--sysfs-root", ""], ["wait", "--timeout", "-1"], ["wait", "--timeout", "+nan"],
+        ["links", "--sysfs-root", ""], ["links", "--sysfs-root", "/nonexistent"], ["links", "--sysfs-root", "/dev/null"],
+        ["check", "127.1"], ["check", "0x7f.1"], ["wait", "--timeout", "-1"], ["wait", "--timeout", "+nan"],
         ["wait", "--timeout", "+inf"], ["wait", "--timeout", "+1e309"], ["watch", "--receive-buffer", "+0"],
         ["events", "--receive-buffer", "+99999999999999999999999"], ["events", "--receive-buffer", "-1"],
         ["watch", "1.2.3.4", "a b"], ["events", "1.2.3.4"], ["nosuchcommand?"], ["--json"], ["check", String(repeating: "é", count: 5_000)],
@@ -252,7 +253,7 @@ struct ArgumentFuzzTests {
         }
         // Help and a clean `links` succeed.
         try Self.check(Vector(arguments: [], poisoned: false), seed: 0)
-        try Self.check(Vector(arguments: ["links", "--json", "--sysfs-root", "/nonexistent"], poisoned: false), seed: 0)
+        try Self.check(Vector(arguments: ["links", "--json", "--sysfs-root", "/tmp"], poisoned: false), seed: 0)
         #expect(try Self.runReach(["check", "--help"])?.status == 0)
     }
 

@@ -17,7 +17,8 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     indirect case addressPair(local: IPAddress, remote: IPAddress)
 
     /// Parses a command-line or configuration target: an IPv4 or IPv6 literal is an address,
-    /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes).
+    /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes) that does not
+    /// look like a number (see ``isValidHostName(_:)``).
     /// - Throws: ``ReachabilityError/invalidTarget(_:)`` for empty or malformed text.
     public init(parsing text: String) throws(ReachabilityError) {
         if let address = IPAddress(text) { self = .address(address); return }
@@ -36,12 +37,20 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `name` is a host name: dot-separated labels of 1 to 63 letters, digits, hyphens
-    /// (not at either end) and underscores, 253 bytes at most, one trailing dot allowed.
+    /// (not at either end) and underscores, 253 bytes at most, one trailing dot allowed; and not
+    /// a number. A name whose last label is all digits, or whose labels (four at most) are all
+    /// C numbers (decimal, octal `0...`, hexadecimal `0x...`), is refused: the system resolver
+    /// reads those as IPv4 addresses in `inet_aton`'s shorthand (`127.1` is 127.0.0.1, `010.0.0.1`
+    /// is 8.0.0.1, `0x7f.1` is 127.0.0.1) or, out of range (`999.1.1.1`), asks the name servers
+    /// for a name no zone can hold (a top-level label is never all digits, RFC 3696 section 2).
     static func isValidHostName(_ name: String) -> Bool {
         var text = Substring(name)
         if text.hasSuffix(".") { text = text.dropLast() }
         guard !text.isEmpty, text.utf8.count <= 253 else { return false }
-        return text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        if let last = labels.last, last.utf8.allSatisfy(isDigit) { return false }
+        if labels.count <= 4, labels.allSatisfy(isCNumber) { return false }
+        return labels.allSatisfy { label in
             let bytes = Array(label.utf8)
             guard (1...63).contains(bytes.count), bytes.first != UInt8(ascii: "-"), bytes.last != UInt8(ascii: "-") else { return false }
             return bytes.allSatisfy { byte in
@@ -49,6 +58,17 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
                     || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
             }
         }
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+
+    /// A number as `inet_aton` reads one part: decimal or octal digits, or `0x` and hex digits.
+    private static func isCNumber(_ label: Substring) -> Bool {
+        let bytes = Array(label.utf8)
+        if bytes.count >= 2, bytes[0] == UInt8(ascii: "0"), bytes[1] | 0x20 == UInt8(ascii: "x") {
+            return bytes.dropFirst(2).allSatisfy { isDigit($0) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
+        }
+        return !bytes.isEmpty && bytes.allSatisfy(isDigit)
     }
 }
 
