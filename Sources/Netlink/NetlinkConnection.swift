@@ -1,4 +1,6 @@
 import CNetlink
+import Glibc
+import Synchronization
 
 /// A connection to the kernel's routing service in one namespace, for one-off questions:
 /// the current links, addresses and routes, and route lookups.
@@ -13,12 +15,16 @@ import CNetlink
 /// }
 /// ```
 public final class NetlinkConnection: @unchecked Sendable {
-    // @unchecked Sendable: `socket` is only used inside `lock.withLock`, so one thread at a time
+    // @unchecked Sendable: `socket` is only used inside `lock.withLock` (`withSocket`), so one thread at a time
     // talks on it; `namespace` is immutable.
 
     /// The namespace this connection reads.
     public let namespace: NetworkNamespace
     private let lock = ConditionLock()
+    /// The thread whose ``forEachRoute(_:restart:_:)`` is calling its closures (0: none). A call
+    /// on this connection from inside them would wait for the lock that thread holds; it throws
+    /// ``NetlinkError/busy`` instead (the socket is in the middle of the dump).
+    private let streamingThread = Atomic<UInt>(0)
     private let socket: RequestSocket
 
     /// Opens a connection in `namespace`.
@@ -33,12 +39,12 @@ public final class NetlinkConnection: @unchecked Sendable {
 
     /// The links, sorted by index, read through a libnl link cache.
     public func links() throws(NetlinkError) -> [Link] {
-        try lock.withLock { () throws(NetlinkError) in try socket.links() }
+        try withSocket { () throws(NetlinkError) in try socket.links() }
     }
 
     /// The interface addresses, read through a libnl address cache.
     public func addresses() throws(NetlinkError) -> [InterfaceAddress] {
-        try lock.withLock { () throws(NetlinkError) in try socket.addresses() }
+        try withSocket { () throws(NetlinkError) in try socket.addresses() }
     }
 
     /// The default routes of every table and family.
@@ -56,7 +62,7 @@ public final class NetlinkConnection: @unchecked Sendable {
     /// The policy-routing rules (`ip rule`) of each family, in the kernel's order (by
     /// priority). A family whose kernel has no policy routing has no entry.
     public func rules() throws(NetlinkError) -> [AddressFamily: [PolicyRule]] {
-        try lock.withLock { () throws(NetlinkError) in try socket.rules() }
+        try withSocket { () throws(NetlinkError) in try socket.rules() }
     }
 
     /// The links, addresses, default routes and policy rules, read one after the other. Unlike a
@@ -85,9 +91,17 @@ public final class NetlinkConnection: @unchecked Sendable {
     ///   - restart: Called when the kernel interrupted the dump with a change
     ///     (`NLM_F_DUMP_INTR`); the dump starts again and `body` sees every route again.
     ///   - body: Called with each matching route.
+    ///
+    /// `restart` and `body` run while the connection is in use by the dump: calls on this
+    /// connection from other threads wait until it ends, and a call on it from inside them
+    /// throws ``NetlinkError/busy`` (use another connection, or collect what you need first).
     public func forEachRoute(_ filter: RouteFilter = .all, restart: () -> Void = {},
                              _ body: (Route) -> Void) throws(NetlinkError) {
-        try lock.withLock { () throws(NetlinkError) in try socket.forEachRoute(filter, restart: restart, body) }
+        try withSocket { () throws(NetlinkError) in
+            streamingThread.store(UInt(pthread_self()), ordering: .relaxed)
+            defer { streamingThread.store(0, ordering: .relaxed) }
+            try socket.forEachRoute(filter, restart: restart, body)
+        }
     }
 
     /// Asks the kernel how it would route a packet to each of `destinations`, as
@@ -97,7 +111,7 @@ public final class NetlinkConnection: @unchecked Sendable {
     /// - Returns: One result per destination, in the same order.
     public func lookupRoutes(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
         guard !destinations.isEmpty else { return [] }
-        return try lock.withLock { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations, fibMatch: false) }
+        return try withSocket { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations, fibMatch: false) }
     }
 
     /// The FIB entry that matched each destination (`RTM_F_FIB_MATCH`, as
@@ -109,13 +123,22 @@ public final class NetlinkConnection: @unchecked Sendable {
     ///   prohibited, blackhole, no route) as for a plain lookup.
     public func lookupFIBEntries(to destinations: [IPAddress]) throws(NetlinkError) -> [RouteLookupResult] {
         guard !destinations.isEmpty else { return [] }
-        return try lock.withLock { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations, fibMatch: true) }
+        return try withSocket { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations, fibMatch: true) }
     }
 
     /// A summary of the policy rules of `family`: a fingerprint that changes with any rule,
     /// and whether a rule has `suppress_ifgroup`.
+    /// Runs `body` with the socket to itself; throws ``NetlinkError/busy`` on the thread that is
+    /// inside a ``forEachRoute(_:restart:_:)`` of this connection.
+    private func withSocket<T>(_ body: () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
+        if streamingThread.load(ordering: .relaxed) == UInt(pthread_self()) {
+            throw NetlinkError(code: NetlinkError.busy.code, context: "a call on the connection from inside its own forEachRoute")
+        }
+        return try lock.withLock(body)
+    }
+
     package func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
-        try lock.withLock { () throws(NetlinkError) in try socket.policyRules(family: family) }
+        try withSocket { () throws(NetlinkError) in try socket.policyRules(family: family) }
     }
 
 
@@ -130,7 +153,7 @@ public final class NetlinkConnection: @unchecked Sendable {
     /// - Returns: the matched route, or why there is none.
     public func lookupRoute(to destination: IPAddress, from source: IPAddress? = nil,
                             outputLinkIndex: Int32? = nil, mark: UInt32? = nil) throws(NetlinkError) -> RouteLookupResult {
-        try lock.withLock { () throws(NetlinkError) in
+        try withSocket { () throws(NetlinkError) in
             try socket.lookupRoute(to: destination, from: source, outputLinkIndex: outputLinkIndex, mark: mark)
         }
     }

@@ -162,17 +162,23 @@ public final class NetlinkSubscription: Sendable {
 
 /// A registered closure observer of a ``NetlinkSubscription``. Cancel it, or release it, to stop.
 public final class NetlinkObservation: Sendable {
-    private let subscription: NetlinkSubscription
-    private let observer: CallbackObserver
+    /// The subscription and the observer, until ``cancel()``: then the observation lets go of
+    /// both, so that a handler that holds its own observation (to cancel it from inside) does not
+    /// keep the observer, the handler, the observation and the subscription alive in a cycle.
+    private let registration: Locked<(subscription: NetlinkSubscription, observer: CallbackObserver)?>
 
     init(subscription: NetlinkSubscription, observer: CallbackObserver) {
-        self.subscription = subscription
-        self.observer = observer
+        registration = Locked((subscription, observer))
     }
 
     /// Stops delivery. When it returns, no callback is running (unless called from one) and none
     /// will start. Calling it again does nothing.
     public func cancel() {
+        let taken = registration.withLock { registration in
+            defer { registration = nil }
+            return registration
+        }
+        guard let (subscription, observer) = taken else { return }
         subscription.publisher.detach(observer)
         observer.cancel()
     }

@@ -118,8 +118,14 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
         if isCurrent { return try body() }
         let target = try openDescriptor()
         defer { close(target) }
+        return try Self.perform(in: target, description: description, body)
+    }
+
+    /// Runs `body` on a short-lived thread inside the namespace behind the descriptor `target`
+    /// (kept open by the caller), as ``perform(_:)`` does with a namespace it opens by path.
+    static func perform<T>(in target: Int32, description: String,
+                           _ body: @escaping @Sendable () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
         let outcome = UnsafeTransfer<Result<T, NetlinkError>?>(nil)
-        let description = self.description
         runOnDedicatedThread(name: "netns \(description)") {
             outcome.value = Result { () throws(NetlinkError) -> T in
                 try Self.enter(target, description: description)

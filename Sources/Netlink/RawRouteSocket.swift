@@ -32,6 +32,11 @@ final class RawRouteSocket {
     /// The namespace the sockets live in; a socket whose dump was abandoned is replaced by a
     /// new one opened there.
     private let namespace: NetworkNamespace
+    /// The namespace the sockets were opened in, held open (-1 for the current namespace): a
+    /// replacement socket is opened in that very namespace. Opened again by the namespace's
+    /// path, it would be refused once the name was deleted (the namespace lives on while its
+    /// sockets do), or opened in another namespace made under the same name or process id.
+    private let namespaceDescriptor: Int32
     /// The socket of lookups, rule dumps and IPv6 default-route dumps.
     @exclusivity(unchecked) private var descriptor: Int32 = -1
     /// The socket of IPv4 default-route dumps, made for dumps that stop early: what the kernel
@@ -71,10 +76,18 @@ final class RawRouteSocket {
     private static let dumpReceiveBuffer = 1
 
     /// Opens the socket. Call it on a thread that is inside `namespace` (or with a namespace
-    /// that is the current one); later replacements are opened through
-    /// ``NetworkNamespace/perform(_:)``.
+    /// that is the current one); later replacements are opened in the same namespace, held by
+    /// ``namespaceDescriptor``.
     init(namespace: NetworkNamespace) throws(NetlinkError) {
         self.namespace = namespace
+        if namespace.isCurrent {
+            namespaceDescriptor = -1
+        } else {
+            namespaceDescriptor = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+            guard namespaceDescriptor >= 0 else {
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open own namespace")
+            }
+        }
         buffer = .allocate(byteCount: Self.bufferSize, alignment: 8)
         descriptor = try Self.primed(Self.openDescriptor(receiveBuffer: nil), buffer: buffer)
         socketsOpened = 1
@@ -86,7 +99,15 @@ final class RawRouteSocket {
     deinit {
         if descriptor >= 0 { close(descriptor) }
         if dumpDescriptor >= 0 { close(dumpDescriptor) }
+        if namespaceDescriptor >= 0 { close(namespaceDescriptor) }
         buffer.deallocate()
+    }
+
+    /// Runs `body` inside the namespace the sockets were opened in: on this thread for the
+    /// current namespace, else on a short-lived thread that enters ``namespaceDescriptor``.
+    private func inOwnNamespace(_ body: @escaping @Sendable () throws(NetlinkError) -> Int32) throws(NetlinkError) -> Int32 {
+        if namespaceDescriptor < 0 { return try body() }
+        return try NetworkNamespace.perform(in: namespaceDescriptor, description: namespace.description, body)
     }
 
     /// A bound socket with strict checking, and `receiveBuffer` bytes of receive buffer (nil:
@@ -132,7 +153,7 @@ final class RawRouteSocket {
     /// The request socket, reopened in the namespace if it was abandoned.
     private func socketDescriptor() throws(NetlinkError) -> Int32 {
         if descriptor >= 0 { return descriptor }
-        descriptor = try Self.primed(namespace.perform { () throws(NetlinkError) in try Self.openDescriptor(receiveBuffer: nil) },
+        descriptor = try Self.primed(inOwnNamespace { () throws(NetlinkError) in try Self.openDescriptor(receiveBuffer: nil) },
                                      buffer: buffer)
         socketsOpened += 1
         return descriptor
@@ -141,7 +162,7 @@ final class RawRouteSocket {
     /// The IPv4 dump socket, reopened in the namespace if the last dump was abandoned.
     private func dumpSocketDescriptor() throws(NetlinkError) -> Int32 {
         if dumpDescriptor >= 0 { return dumpDescriptor }
-        dumpDescriptor = try namespace.perform { () throws(NetlinkError) in
+        dumpDescriptor = try inOwnNamespace { () throws(NetlinkError) in
             try Self.openDescriptor(receiveBuffer: Self.dumpReceiveBuffer)
         }
         dumpSocketsOpened += 1

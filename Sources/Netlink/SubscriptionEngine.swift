@@ -205,6 +205,10 @@ final class SubscriptionEngine: @unchecked Sendable {
             }
             try NetworkNamespace.enter(home, description: "home")
             try watchNamespaceFile()
+            // A deletion between opening the namespace and watching its file sent no event.
+            if namespaceWasDeleted() {
+                throw NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
+            }
         } else {
             try openSockets()
         }
