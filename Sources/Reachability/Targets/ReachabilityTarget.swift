@@ -18,7 +18,8 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses a command-line or configuration target: an IPv4 or IPv6 literal is an address,
     /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes) that does not
-    /// look like a number (see ``isValidHostName(_:)``).
+    /// read as a number: no all-digit last label (`999.1.1.1`), and not `inet_aton`'s shorthand
+    /// for an IPv4 address (`127.1`, `010.0.0.1`, `0x7f.1`), which the resolver would take as one.
     /// - Throws: ``ReachabilityError/invalidTarget(_:)`` for empty or malformed text.
     public init(parsing text: String) throws(ReachabilityError) {
         if let address = IPAddress(text) { self = .address(address); return }
