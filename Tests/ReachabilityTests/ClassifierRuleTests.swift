@@ -49,6 +49,16 @@ struct ClassifierRuleTests {
     @Test func virtualKindsAreDecidedByKind() {
         let tun = LinkClassifier.classify(facts("tun0", arphrd: .none, kind: "tun"))
         #expect((tun.type, tun.kind, tun.isTransient, tun.isVirtual) == (.other, .tun, true, true))
+        // OpenVPN's data channel in the kernel: `ovpn_setup` (Linux 6.16) gives ARPHRD_NONE, a
+        // point-to-point link without a parent device, kind `ovpn` and DEVTYPE=ovpn; the
+        // out-of-tree module's kind is `ovpn-dco`. A VPN tunnel, so answers through it are
+        // transient, as through OpenVPN's tun.
+        for kind in ["ovpn", "ovpn-dco"] {
+            let ovpn = LinkClassifier.classify(facts("ovpn0", arphrd: .none, kind: kind))
+            #expect((ovpn.type, ovpn.kind, ovpn.isTransient, ovpn.isVirtual) == (.other, .tun, true, true), "\(kind)")
+        }
+        let byDeviceType = LinkClassifier.classify(facts("ovpn1", arphrd: .none, sysfs: SysfsFacts(isPresent: true, deviceType: "ovpn")))
+        #expect((byDeviceType.kind, byDeviceType.isTransient) == (.tun, true))
         let veth = LinkClassifier.classify(facts("eth0", kind: "veth", sysfs: virtualSysfs))
         #expect((veth.type, veth.kind, veth.isTransient, veth.isExpensive) == (.other, .veth, false, false))
         // An unknown kind falls through to the later rules.
@@ -147,7 +157,7 @@ struct ClassifierRuleTests {
         #expect(deep[10]?.type == .wiredEthernet)
     }
 
-    @Test func constrainedComesFromThePolicyOnly() throws {
+    @Test func constrainedComesFromThePolicyAndFromTheLinksAStackedLinkSendsThrough() throws {
         let policy = try ConstrainedLinkPolicy(parsing: "usb*, type:cellular # metered\nkind:bluetooth")
         let answers = LinkClassifier.classify([
             facts("usb0", index: 2, sysfs: device("rndis_host")),
@@ -157,5 +167,16 @@ struct ClassifierRuleTests {
         ], policy: policy)
         #expect(answers.sorted { $0.key < $1.key }.map(\.value.isConstrained) == [true, true, true, false])
         #expect(LinkClassifier.classify([facts("usb0", index: 2)])[2]?.isConstrained == false)
+        // A bridge whose port is a constrained phone tether, and a VLAN on it: their traffic
+        // leaves through usb0, so they are constrained too, as they are expensive.
+        let stacked = LinkClassifier.classify([
+            facts("usb0", index: 2, master: 6, sysfs: device("rndis_host")),
+            facts("br0", index: 6, kind: "bridge", sysfs: virtualSysfs),
+            facts("br0.7", index: 7, kind: "vlan", lower: 6, sysfs: virtualSysfs),
+            facts("br1", index: 8, kind: "bridge", sysfs: virtualSysfs),
+        ], policy: policy)
+        #expect(stacked[6]?.isExpensive == true && stacked[6]?.isConstrained == true)
+        #expect(stacked[7]?.isExpensive == true && stacked[7]?.isConstrained == true)
+        #expect(stacked[8]?.isConstrained == false)
     }
 }

@@ -44,7 +44,10 @@ struct EvaluatorTests {
 
     @Test func refusedLookupsAndUnusableLinksAreNotReachable() {
         let links: [Int32: Link] = [2: link(2, "eth0", flags: [.up]), 3: link(3, "eth1", flags: []),
-                     4: link(4, "wlan0", flags: [.up, .lowerUp, .dormant], operState: .dormant)]
+                     4: link(4, "wlan0", flags: [.up, .lowerUp, .dormant], operState: .dormant),
+                     // The dormant bit without a carrier (HDLC's Cisco protocol sets it when
+                     // the carrier goes): down below, not waiting for a handshake.
+                     5: link(5, "hdlc0", flags: [.up, .dormant], operState: .down)]
         func answer(_ lookup: RouteLookupResult) -> ReachabilityAnswer {
             ReachabilityEvaluator.evaluate(lookup, links: links, classifications: [:])
         }
@@ -62,6 +65,8 @@ struct EvaluatorTests {
         #expect(dormant.reason == .dormant)
         #expect(!dormant.isReachable)
         #expect(dormant.status == .notReachable)
+        let dormantWithoutCarrier = answer(.route(route(dev: 5)))
+        #expect((dormantWithoutCarrier.flags, dormantWithoutCarrier.reason) == ([], .noCarrier))
         for lookup in [RouteLookupResult.noRoute, .unreachable, .prohibited, .blackhole] {
             #expect(answer(lookup).flags.isEmpty)
         }

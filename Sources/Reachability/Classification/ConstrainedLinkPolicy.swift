@@ -3,7 +3,10 @@ import Foundation
 /// Which links count as constrained: user policy, since Linux has no Low Data Mode.
 ///
 /// NWPath's `isConstrained` reflects a user's Low Data Mode. Linux has nothing like it, so this
-/// library never guesses: a link is constrained when a rule here matches it. Rules are written
+/// library never guesses: a link is constrained when a rule here matches it, or when it is
+/// stacked on such a link and takes its type from it (a VLAN or macvlan on it, a bridge or bond
+/// whose ports agree on their type, as ``LinkClassifier`` resolves them), since its traffic
+/// leaves through that link, as ``LinkClassification/isExpensive`` is inherited. Rules are written
 /// as text, one per entry, separated by commas, whitespace or new lines, with `#` comments:
 ///
 /// - `NAME-PATTERN`: a shell pattern on the link name (`wwan*`, `usb0`, `wlx00c0ca*`);

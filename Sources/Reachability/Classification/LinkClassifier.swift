@@ -38,7 +38,7 @@ public enum LinkClassifier {
 
     /// `DEVTYPE=` values, other than the radios, that name a kind.
     static let deviceTypeKinds: [String: LinkKind] = [
-        "bluetooth": .bluetooth, "ppp": .ppp, "wireguard": .wireguard, "bridge": .bridge,
+        "bluetooth": .bluetooth, "ppp": .ppp, "wireguard": .wireguard, "ovpn": .tun, "bridge": .bridge,
         "bond": .bond, "vlan": .vlan, "vxlan": .overlay, "geneve": .overlay,
     ]
 
@@ -111,6 +111,8 @@ public enum LinkClassifier {
             guard let link = facts[index] else { return nil }
             var answer = classify(link)
             var isComplete = true
+            // A stacked link sends through what it inherits from, so it is constrained as that is.
+            var inheritsConstraint = false
             if answer.kind.inheritsLowerType, answer.type == .other {
                 if depth >= maximumStackDepth {
                     isComplete = false
@@ -120,6 +122,7 @@ public enum LinkClassifier {
                         if below.type != .other {
                             answer.type = below.type
                             answer.isExpensive = answer.isExpensive || below.isExpensive
+                            inheritsConstraint = below.isConstrained
                             answer.evidence = .lowerLink(lower)
                         }
                     }
@@ -133,11 +136,12 @@ public enum LinkClassifier {
                     if let first = voters.first, voters.allSatisfy({ $0.1.type == first.1.type }) {
                         answer.type = first.1.type
                         answer.isExpensive = answer.isExpensive || voters.contains { $0.1.isExpensive }
+                        inheritsConstraint = voters.contains { $0.1.isConstrained }
                         answer.evidence = .ports(voters.map(\.0))
                     }
                 }
             }
-            answer.isConstrained = policy.isConstrained(name: link.name, type: answer.type, kind: answer.kind)
+            answer.isConstrained = inheritsConstraint || policy.isConstrained(name: link.name, type: answer.type, kind: answer.kind)
             if isComplete { complete[index] = answer }
             return (answer, isComplete)
         }

@@ -15,7 +15,8 @@ public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
     case loopback
     /// A PPP link (dial-up, PPPoE, PPTP/L2TP, or a modem driven by pppd).
     case ppp
-    /// A TUN/TAP device, as OpenVPN, other user-space VPNs and emulators create.
+    /// A TUN/TAP device, as OpenVPN, other user-space VPNs and emulators create; also OpenVPN's
+    /// data channel in the kernel (`ovpn` since Linux 6.16, `ovpn-dco` out of tree).
     case tun
     /// A WireGuard tunnel.
     case wireguard
@@ -91,7 +92,7 @@ public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
         "bond": .bond, "team": .bond,
         "vlan": .vlan,
         "macvlan": .macvlan, "macvtap": .macvlan, "ipvlan": .macvlan, "ipvtap": .macvlan,
-        "tun": .tun, "wireguard": .wireguard,
+        "tun": .tun, "wireguard": .wireguard, "ovpn": .tun, "ovpn-dco": .tun,
         "ipip": .tunnel, "sit": .tunnel, "gre": .tunnel, "gretap": .tunnel, "ip6gre": .tunnel,
         "ip6gretap": .tunnel, "ip6tnl": .tunnel, "vti": .tunnel, "vti6": .tunnel, "xfrm": .tunnel,
         "erspan": .tunnel, "ip6erspan": .tunnel, "gtp": .tunnel,

@@ -55,7 +55,11 @@ public enum ReachabilityEvaluator {
         if classification.isTransient { facts.insert(.transientConnection) }
         if !link.isUp {
             answer.reason = .linkDown
-        } else if link.operState == .dormant || link.flags.contains(.dormant) {
+        } else if link.operState == .dormant || (link.flags.contains(.dormant) && link.flags.contains(.lowerUp)) {
+            // Dormant only with carrier: the kernel sets IFF_DORMANT whenever the device's
+            // dormant bit is on, carrier or not (HDLC's Cisco protocol turns it on when the
+            // carrier goes), and its operstate says `dormant` only over a carrier. Without one
+            // the link is down below (next case), not waiting for a handshake.
             answer.reason = .dormant
             answer.flags = facts.union([.reachable, .connectionRequired, .interventionRequired])
         } else if !link.isRunning && route.type != .local {
