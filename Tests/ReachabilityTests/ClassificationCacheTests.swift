@@ -77,6 +77,33 @@ struct ClassificationCacheTests {
         #expect(cache.sysfsReadCount == reads + 1)
     }
 
+    /// A link stacked by sysfs alone (a qmi_wwan QMAP mux link: a `lower_wwan0` entry, no kind,
+    /// no parent device, no `IFLA_LINK`) takes the type of the link it rides on, in a one-shot
+    /// answer too, which reads that link's sysfs in a second pass; two lower links decide
+    /// nothing, and a link with a kind of its own keeps it.
+    @Test func aLinkStackedBySysfsAloneTakesItsLowerLinksType() throws {
+        let tree = try SysfsReaderTests.TemporaryTree()
+        try tree.file("class/net/wwan0/uevent", "DEVTYPE=wwan\nIFINDEX=5\n")
+        try tree.file("class/net/qmimux0/uevent", "INTERFACE=qmimux0\nIFINDEX=6\n")
+        try tree.symlink("class/net/qmimux0/lower_wwan0", to: "../wwan0")
+        try tree.file("class/net/odd0/uevent", "INTERFACE=odd0\nIFINDEX=7\n")
+        try tree.symlink("class/net/odd0/lower_wwan0", to: "../wwan0")
+        try tree.symlink("class/net/odd0/lower_eth9", to: "../eth9")
+        func raw(_ index: Int32, _ name: String, kind: String? = nil) -> Link {
+            Link(index: index, name: name, arphrdType: .none, kind: kind, flags: [.up], operState: .unknown, mtu: 1500)
+        }
+        let links = [raw(5, "wwan0"), raw(6, "qmimux0"), raw(7, "odd0"), link(9, "eth9"), raw(8, "tun0", kind: "tun")]
+        let everything = LinkClassificationCache(source: .tree(root: tree.root)).classifications(of: links)
+        #expect(everything[6]?.type == .cellular && everything[6]?.isExpensive == true && everything[6]?.evidence == .lowerLink(5))
+        #expect(everything[6]?.kind == .other && everything[6]?.isVirtual == true)
+        #expect(everything[7]?.type == .other, "two lower links: nothing to inherit")
+        #expect(everything[8]?.kind == .tun)
+        let cache = LinkClassificationCache(source: .tree(root: tree.root))
+        let mux = cache.classifications(of: [6], among: links)
+        #expect(mux.keys.sorted() == [5, 6])
+        #expect(mux[6] == everything[6])
+    }
+
     /// A one-shot answer classifies the link it goes out through and what that link stacks on,
     /// with the same answers as a classification of every link, and reads nothing else.
     @Test func onlyTheNeededLinksAndWhatTheyStackOnAreRead() throws {

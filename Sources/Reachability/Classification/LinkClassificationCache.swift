@@ -117,20 +117,27 @@ public final class LinkClassificationCache: Sendable {
         for link in links {
             if let master = link.masterIndex { ports[master, default: []].append(link.index) }
         }
-        // What the needed links' answers depend on, found from rtnetlink facts alone.
+        let indexByName = Dictionary(links.map { ($0.name, $0.index) }, uniquingKeysWith: { _, last in last })
+        // What the needed links' answers depend on, found from rtnetlink facts; then, in
+        // another pass, the lower links that only sysfs names (`SysfsFacts.lowerLinkNames`).
         var closure: [Int32: Link] = [:]
         var pending = Array(needed)
-        while let index = pending.popLast() {
-            guard closure[index] == nil, let link = byIndex[index] else { continue }
-            closure[index] = link
-            let facts = LinkFacts(link: link)
-            if let lower = facts.lowerLinkIndex { pending.append(lower) }
-            pending.append(contentsOf: ports[index] ?? [])
-        }
-        let read = readStaleSysfs(of: closure.values)
-        let facts = state.withLock { state in
-            Self.keep(read, in: &state)
-            return closure.values.map { LinkFacts(link: $0, sysfs: state.sysfs[$0.index]?.facts ?? .absent) }
+        var facts: [LinkFacts] = []
+        for _ in 0..<LinkClassifier.maximumStackDepth {
+            while let index = pending.popLast() {
+                guard closure[index] == nil, let link = byIndex[index] else { continue }
+                closure[index] = link
+                let facts = LinkFacts(link: link)
+                if let lower = facts.lowerLinkIndex { pending.append(lower) }
+                pending.append(contentsOf: ports[index] ?? [])
+            }
+            let read = readStaleSysfs(of: closure.values)
+            facts = state.withLock { state in
+                Self.keep(read, in: &state)
+                return closure.values.map { LinkFacts(link: $0, sysfs: state.sysfs[$0.index]?.facts ?? .absent) }
+            }
+            pending = facts.flatMap { $0.sysfs.lowerLinkNames.compactMap { indexByName[$0] } }.filter { closure[$0] == nil }
+            if pending.isEmpty { break }
         }
         return LinkClassifier.classify(facts, policy: policy).filter { closure[$0.key] != nil }
     }

@@ -23,7 +23,9 @@ import Netlink
 /// Then, over a whole set of links (``classify(_:policy:)``), stacked links take the type of
 /// what is under them: a VLAN or macvlan the type of its lower link, a bridge or bond the type
 /// its ports agree on (ports with no type, like the veths and taps of containers and virtual
-/// machines, do not vote). A bridge or veth with no such evidence is ``InterfaceType/other``.
+/// machines, do not vote), and a link that no rule explains and whose only sign is one
+/// `lower_` entry in sysfs (``SysfsFacts/lowerLinkNames``: qmi_wwan's QMAP mux links) the type
+/// of that link. A bridge or veth with no such evidence is ``InterfaceType/other``.
 public enum LinkClassifier {
     /// Drivers of cellular modems' network links. Most also set `DEVTYPE=wwan` (usbnet's
     /// `FLAG_WWAN`); the list catches those that do not and older kernels.
@@ -97,8 +99,10 @@ public enum LinkClassifier {
                                 policy: ConstrainedLinkPolicy = .none) -> [Int32: LinkClassification] {
         var facts: [Int32: LinkFacts] = [:]
         var ports: [Int32: [Int32]] = [:]
+        var indexByName: [String: Int32] = [:]
         for link in links {
             facts[link.index] = link
+            indexByName[link.name] = link.index
         }
         for link in facts.values {
             if let master = link.masterIndex { ports[master, default: []].append(link.index) }
@@ -138,6 +142,23 @@ public enum LinkClassifier {
                         answer.isExpensive = answer.isExpensive || voters.contains { $0.1.isExpensive }
                         inheritsConstraint = voters.contains { $0.1.isConstrained }
                         answer.evidence = .ports(voters.map(\.0))
+                    }
+                }
+            } else if answer.type == .other, answer.kind == .other, link.kind == nil, link.lowerLinkIndex == nil,
+                      link.sysfs.lowerLinkNames.count == 1, let lower = indexByName[link.sysfs.lowerLinkNames[0]],
+                      lower != index {
+                // A link that nothing else explains, stacked on one other link by the kernel
+                // (its `lower_` entry in sysfs): a QMAP mux link of a modem rides on the modem's
+                // link, and sends through it. Its kind stays unknown; it takes the type.
+                if depth >= maximumStackDepth {
+                    isComplete = false
+                } else if let (below, belowComplete) = resolve(lower, depth: depth + 1) {
+                    isComplete = belowComplete
+                    if below.type != .other {
+                        answer.type = below.type
+                        answer.isExpensive = below.isExpensive
+                        inheritsConstraint = below.isConstrained
+                        answer.evidence = .lowerLink(lower)
                     }
                 }
             }

@@ -24,11 +24,17 @@ public struct SysfsFacts: Sendable, Hashable {
     /// The subsystem of the parent device (the last component of the `device/subsystem` link):
     /// a bus such as `pci`, `usb`, `sdio`, `virtio`, or a class such as `wwan` or `bluetooth`.
     public var bus: String?
+    /// The links this one is stacked on, by name, sorted: its `lower_NAME` entries, which the
+    /// kernel makes for each upper and lower link in one namespace (`netdev_upper_dev_link`).
+    /// Read only for a link without a parent device or a `DEVTYPE`, the only sign of what some
+    /// links ride on: the QMAP mux links that qmi_wwan makes itself (`qmimuxN`) have no kind,
+    /// no parent device and no `IFLA_LINK`.
+    public var lowerLinkNames: [String]
 
     /// Facts as given; the defaults are "no evidence".
     public init(isPresent: Bool = false, interfaceIndex: Int32? = nil, deviceType: String? = nil,
                 hasPhy80211: Bool = false, hasWirelessDirectory: Bool = false, hasDevice: Bool = false,
-                driver: String? = nil, bus: String? = nil) {
+                driver: String? = nil, bus: String? = nil, lowerLinkNames: [String] = []) {
         self.isPresent = isPresent
         self.interfaceIndex = interfaceIndex
         self.deviceType = deviceType
@@ -37,6 +43,7 @@ public struct SysfsFacts: Sendable, Hashable {
         self.hasDevice = hasDevice
         self.driver = driver
         self.bus = bus
+        self.lowerLinkNames = lowerLinkNames
     }
 
     /// No sysfs evidence: the link was not found in sysfs, or sysfs was not read.

@@ -41,8 +41,30 @@ public struct SysfsReader: Sendable, Hashable {
         if facts.hasDevice {
             facts.driver = Self.linkTargetName(directory + "/device/driver")
             facts.bus = Self.linkTargetName(directory + "/device/subsystem")
+        } else if facts.deviceType == nil {
+            facts.lowerLinkNames = Self.lowerLinkNames(in: directory)
         }
         return facts
+    }
+
+    /// The names after `lower_` of the entries of `directory` that could name links, sorted;
+    /// at most 16 of them, from at most 4 096 entries, so that a crafted tree cannot make the
+    /// reader list without end.
+    static func lowerLinkNames(in directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        var scanned = 0
+        while scanned < 4096, names.count < 16, let entry = readdir(stream) {
+            scanned += 1
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("lower_") else { continue }
+            let link = String(name.dropFirst("lower_".count))
+            if isPlausibleLinkName(link) { names.append(link) }
+        }
+        return names.sorted()
     }
 
     /// Whether `name` could name a Linux network link (`dev_valid_name()` in the kernel).
