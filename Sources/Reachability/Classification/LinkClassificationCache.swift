@@ -201,17 +201,20 @@ public final class LinkClassificationCache: Sendable {
     }
 
     private func readSysfs(of links: [Link]) -> (facts: [Int32: SysfsFacts], error: NetlinkError?) {
-        let wanted = links.map { ($0.index, $0.name) }
+        // Only a link without an rtnetlink kind can be stacked by sysfs alone (see
+        // `SysfsFacts.lowerLinkNames`): the others' directories are not listed.
+        let wanted = links.map { (index: $0.index, name: $0.name, listing: $0.kind == nil) }
         switch source {
         case .tree(let root):
             let reader = SysfsReader(root: root)
-            return (Dictionary(wanted.map { ($0.0, reader.facts(forLinkNamed: $0.1)) }, uniquingKeysWith: { first, _ in first }), nil)
+            return (Dictionary(wanted.map { ($0.index, reader.facts(forLinkNamed: $0.name, listingLowerLinks: $0.listing)) },
+                               uniquingKeysWith: { first, _ in first }), nil)
         case .live(let namespace):
             do {
                 let facts = try namespace.withSysfs { root in
                     let reader = SysfsReader(root: root)
-                    return Dictionary(wanted.map { index, name in
-                        let facts = reader.facts(forLinkNamed: name)
+                    return Dictionary(wanted.map { index, name, listing in
+                        let facts = reader.facts(forLinkNamed: name, listingLowerLinks: listing)
                         // A rename between the netlink read and this one: not this link's entry.
                         let stale = facts.interfaceIndex.map { $0 != index } ?? false
                         return (index, stale ? SysfsFacts.absent : facts)

@@ -23,7 +23,14 @@ public struct SysfsReader: Sendable, Hashable {
     /// The facts of the link named `name`, or ``SysfsFacts/absent`` when sysfs has no such
     /// link or `name` cannot be a link name (empty, longer than 15 bytes, containing `/` or
     /// whitespace, `.` or `..`).
-    public func facts(forLinkNamed name: String) -> SysfsFacts {
+    ///
+    /// - Parameters:
+    ///   - name: The link's name, as rtnetlink gives it.
+    ///   - listingLowerLinks: Whether to list the link's directory for
+    ///     ``SysfsFacts/lowerLinkNames`` when it has no parent device and no `DEVTYPE`. Pass
+    ///     `false` for a link with an rtnetlink kind, which the classifier never resolves that
+    ///     way: it spares a directory listing per veth of a container host.
+    public func facts(forLinkNamed name: String, listingLowerLinks: Bool = true) -> SysfsFacts {
         guard Self.isPlausibleLinkName(name) else { return .absent }
         let directory = root + "/class/net/" + name
         guard Self.isDirectory(directory) else { return .absent }
@@ -41,7 +48,7 @@ public struct SysfsReader: Sendable, Hashable {
         if facts.hasDevice {
             facts.driver = Self.linkTargetName(directory + "/device/driver")
             facts.bus = Self.linkTargetName(directory + "/device/subsystem")
-        } else if facts.deviceType == nil {
+        } else if listingLowerLinks, facts.deviceType == nil {
             facts.lowerLinkNames = Self.lowerLinkNames(in: directory)
         }
         return facts
