@@ -127,8 +127,7 @@ public final class LinkClassificationCache: Sendable {
             while let index = pending.popLast() {
                 guard closure[index] == nil, let link = byIndex[index] else { continue }
                 closure[index] = link
-                let facts = LinkFacts(link: link)
-                if let lower = facts.lowerLinkIndex { pending.append(lower) }
+                if let lower = LinkFacts.lowerLinkIndex(of: link) { pending.append(lower) }
                 pending.append(contentsOf: ports[index] ?? [])
             }
             let read = readStaleSysfs(of: closure.values)

@@ -117,11 +117,25 @@ public enum LinkClassifier {
             var isComplete = true
             // A stacked link sends through what it inherits from, so it is constrained as that is.
             var inheritsConstraint = false
-            if answer.kind.inheritsLowerType, answer.type == .other {
+            // The one link this one sends through, if it is stacked on one: a VLAN's or
+            // macvlan's lower link (`IFLA_LINK`), or, for a link that nothing else explains, the
+            // one link that sysfs stacks it on (its `lower_` entry: a QMAP mux link of a modem
+            // rides on the modem's link; its kind stays unknown, it takes the type).
+            let throughOneLink = answer.kind == .vlan || answer.kind == .macvlan
+            let lowerLink: Int32?
+            if throughOneLink {
+                lowerLink = link.lowerLinkIndex
+            } else if answer.kind == .other, link.kind == nil, link.lowerLinkIndex == nil, link.sysfs.lowerLinkNames.count == 1,
+                      let named = indexByName[link.sysfs.lowerLinkNames[0]], named != index {
+                lowerLink = named
+            } else {
+                lowerLink = nil
+            }
+            if answer.type == .other, answer.kind.inheritsLowerType || lowerLink != nil {
                 if depth >= maximumStackDepth {
                     isComplete = false
-                } else if answer.kind == .vlan || answer.kind == .macvlan {
-                    if let lower = link.lowerLinkIndex, lower != index, let (below, belowComplete) = resolve(lower, depth: depth + 1) {
+                } else if throughOneLink || lowerLink != nil {
+                    if let lower = lowerLink, lower != index, let (below, belowComplete) = resolve(lower, depth: depth + 1) {
                         isComplete = belowComplete
                         if below.type != .other {
                             answer.type = below.type
@@ -142,23 +156,6 @@ public enum LinkClassifier {
                         answer.isExpensive = answer.isExpensive || voters.contains { $0.1.isExpensive }
                         inheritsConstraint = voters.contains { $0.1.isConstrained }
                         answer.evidence = .ports(voters.map(\.0))
-                    }
-                }
-            } else if answer.type == .other, answer.kind == .other, link.kind == nil, link.lowerLinkIndex == nil,
-                      link.sysfs.lowerLinkNames.count == 1, let lower = indexByName[link.sysfs.lowerLinkNames[0]],
-                      lower != index {
-                // A link that nothing else explains, stacked on one other link by the kernel
-                // (its `lower_` entry in sysfs): a QMAP mux link of a modem rides on the modem's
-                // link, and sends through it. Its kind stays unknown; it takes the type.
-                if depth >= maximumStackDepth {
-                    isComplete = false
-                } else if let (below, belowComplete) = resolve(lower, depth: depth + 1) {
-                    isComplete = belowComplete
-                    if below.type != .other {
-                        answer.type = below.type
-                        answer.isExpensive = below.isExpensive
-                        inheritsConstraint = below.isConstrained
-                        answer.evidence = .lowerLink(lower)
                     }
                 }
             }

@@ -55,7 +55,7 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
             let bytes = Array(label.utf8)
             guard (1...63).contains(bytes.count), bytes.first != UInt8(ascii: "-"), bytes.last != UInt8(ascii: "-") else { return false }
             return bytes.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a)
+                isDigit(byte) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a)
                     || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
             }
         }
