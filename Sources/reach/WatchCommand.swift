@@ -142,14 +142,13 @@ final class EndOfMonitoring: Sendable {
 
     private let outcome = Locked<Outcome?>(nil)
     private let signal = DispatchSemaphore(value: 0)
-    private let answered = Locked(false)
-    private let firstAnswer = DispatchSemaphore(value: 0)
+    /// Signalled after every answer; ``waitForFirstAnswer()`` takes one signal, the others are
+    /// never waited for.
+    private let answers = DispatchSemaphore(value: 0)
 
     /// Looks at an answer: a reached target or the end of monitoring wakes the waiter once.
     func note(_ answer: ReachabilityAnswer, reachable: Bool = false) {
-        defer {
-            if answered.withLock({ answered in defer { answered = true }; return !answered }) { firstAnswer.signal() }
-        }
+        defer { answers.signal() }
         let next: Outcome?
         if case .monitoringEnded(let error) = answer.reason { next = .ended(error) } else { next = reachable ? .reached : nil }
         guard let next else { return }
@@ -162,7 +161,7 @@ final class EndOfMonitoring: Sendable {
     }
 
     /// Waits for the first answer (a monitor delivers one at once after it starts listening).
-    func waitForFirstAnswer() { firstAnswer.wait() }
+    func waitForFirstAnswer() { answers.wait() }
 
     /// Waits for a reached target or the end of monitoring; one noted already is taken even
     /// if `timeout` has passed.
