@@ -80,8 +80,20 @@ struct EvaluatorTests {
         let types: [Int32: LinkClassification] = [2: classification(.wifi, kind: .wifi), 3: classification(.wiredEthernet, kind: .ethernet)]
         var state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [wifi, wired])
         #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).interface?.name == "eth0")
-        // The wired link loses carrier: Wi-Fi takes over.
+        // The wired link loses carrier: its route is not dead (no `ignore_routes_with_linkdown`),
+        // so the kernel still sends through it, and the internet is not reachable, as a lookup
+        // of any internet address says.
         state.links[3] = link(3, "eth0", flags: [.up])
+        let lost = ReachabilityEvaluator.evaluateInternet(state, classifications: types)
+        #expect((lost.status, lost.reason, lost.interface?.name) == (.notReachable, .noCarrier, "eth0"))
+        // The kernel marks the route dead (with that setting): Wi-Fi takes over.
+        var dead = wired
+        dead.nexthops[0].flags.insert(.dead)
+        state.defaultRoutes[dead.key] = dead
+        #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).status == .reachableViaWiFi)
+        // The wired link goes down (the kernel is about to flush its IPv4 route): Wi-Fi too.
+        state.defaultRoutes[wired.key] = wired
+        state.links[3] = link(3, "eth0", flags: [])
         #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).status == .reachableViaWiFi)
         // IPv6 alone counts, and a lower metric wins.
         state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [v6, wired])

@@ -111,6 +111,11 @@ struct FaultTests {
                 "a failing resolver's error is the answer's reason")
         #expect(answers.withLock { $0.values.allSatisfy { !$0.isReachable } })
 
+        // A timeout too long for a timer is no deadline, not a crash.
+        let patient = try ReachabilityProbe(namespace: namespace, resolver: StaticHostResolver(["far.example.test": [IPAddress("10.9.9.9")!]]),
+                                            resolutionTimeout: .seconds(10_000_000_000))
+        #expect(try await patient.answer(for: .host("far.example.test")).addresses == [IPAddress("10.9.9.9")!])
+
         // The one-shot probe (reach check) gives up the same way, with a typed error.
         let probe = try ReachabilityProbe(namespace: namespace, resolver: FaultyResolver(.hang), resolutionTimeout: .milliseconds(200))
         await #expect(throws: ReachabilityError.resolutionFailed(host: "hangs.example.test", message: "no answer within 0.2 s")) {

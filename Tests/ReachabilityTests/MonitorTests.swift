@@ -206,6 +206,77 @@ struct MonitorTests {
         monitor.stopListening()
     }
 
+    @Test func queriesAreCurrentWhileAnAnswerWaitsAndAfterAStop() throws {
+        let ns = try wiredNamespace("mon5q")
+        defer { ns.delete() }
+        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        // A long coalescing window holds the change back; the flags do not wait for it.
+        monitor.coalescingInterval = .seconds(60)
+        monitor.startListening()
+        #expect(eventually { deliveries.count == 1 })
+        #expect(monitor.isReachable)
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { !monitor.isReachable }, "the flags are the current answer, not the last one delivered")
+        #expect(monitor.answer.reason == .noCarrier)
+        #expect(monitor.fxStatus == .notReachable)
+        #expect(deliveries.count == 1)
+        // Stopped, every status still follows the kernel.
+        monitor.stopListening()
+        try ns.ip("link", "set", "vb", "up")
+        #expect(eventually { monitor.isReachable })
+        #expect(monitor.fxStatus == .reachableViaWiFi)
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { monitor.fxStatus == .notReachable })
+        #expect(monitor.alamofireStatus == .notReachable)
+    }
+
+    @Test func theZeroAddressIsTheInternet() throws {
+        let ns = try wiredNamespace("mon0a")
+        defer { ns.delete() }
+        // Apple's zero address, which Reachability.swift watches for "the internet": a lookup of
+        // 0.0.0.0 would find the local route and say reachable with no way out.
+        for zero in [IPAddress("0.0.0.0")!, IPAddress("::")!] {
+            let monitor = try Reachability(address: zero, namespace: .named(ns.name))
+            #expect(monitor.answer.reason == .noDefaultRoute)
+            #expect(!monitor.isReachable)
+        }
+        let monitor = try Reachability(address: IPAddress("0.0.0.0")!, namespace: .named(ns.name))
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        #expect(eventually { deliveries.count == 1 })
+        #expect(deliveries.last?.reason == .noDefaultRoute)
+        try ns.ip("route", "add", "default", "via", "10.1.0.2")
+        #expect(eventually { deliveries.last?.isReachable == true })
+        #expect(deliveries.last?.gateway == IPAddress("10.1.0.2"))
+        monitor.stopListening()
+    }
+
+    @Test func aTargetChangedToAHostIsToldOnlyOnceResolved() throws {
+        let ns = try wiredNamespace("mon5h")
+        defer { ns.delete() }
+        try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
+        let resolver = ScriptedResolver(["slow.example.test": [IPAddress("198.51.100.3")!]], delay: .milliseconds(800))
+        let monitor = try Reachability(target: .internet, namespace: .named(ns.name), resolver: resolver)
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        #expect(eventually { deliveries.count == 1 })
+        #expect(deliveries.last?.isReachable == true)
+        monitor.target = .host("slow.example.test")
+        // Unknown, and nothing told, until the name resolves (FXReachability).
+        #expect(monitor.fxStatus == .unknown)
+        settle()
+        #expect(deliveries.count == 1)
+        #expect(monitor.fxStatus == .unknown)
+        #expect(eventually { deliveries.count == 2 })
+        #expect(deliveries.last?.reason == .blackholeRoute)
+        #expect(monitor.fxStatus == .notReachable)
+        monitor.stopListening()
+    }
+
     @Test func hostNamesComeFromAnInjectedResolverOrTheNamespacesHostsFile() throws {
         let ns = try wiredNamespace("mon6")
         defer { ns.delete() }
@@ -428,7 +499,7 @@ final class ScriptedResolver: HostResolver {
 
 @Suite("Host name answers", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
 struct HostNameAnswerTests {
-    @Test func optimisticUntilResolvedThenReResolvedWhenTheNetworkChanges() throws {
+    @Test func toldOnceResolvedThenReResolvedWhenTheNetworkChanges() throws {
         let ns = try wiredNamespace("monhost")
         defer { ns.delete() }
         try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
@@ -437,12 +508,18 @@ struct HostNameAnswerTests {
         let deliveries = Deliveries()
         monitor.onChange = { _, answer in deliveries.append(answer) }
         monitor.startListening()
-        // First the optimistic answer from the default route, then the resolved one (blackholed).
+        // While the name resolves, nothing is told: FXReachability's status is unknown, and a
+        // query answers optimistically from the default route.
+        #expect(monitor.fxStatus == .unknown)
+        #expect(monitor.alamofireStatus == .unknown)
+        #expect(monitor.isReachable)
+        #expect(deliveries.count == 0)
+        // The first answer told is the resolved one (blackholed), and the query agrees.
         #expect(eventually { deliveries.count >= 1 })
-        #expect(deliveries.answers.withLock { $0[0] }.isReachable)
-        #expect(deliveries.answers.withLock { $0[0] }.addresses.isEmpty)
-        #expect(eventually { deliveries.last?.reason == .blackholeRoute })
-        #expect(deliveries.last?.addresses == [IPAddress("198.51.100.1")!])
+        #expect(deliveries.answers.withLock { $0[0] }.reason == .blackholeRoute)
+        #expect(deliveries.answers.withLock { $0[0] }.addresses == [IPAddress("198.51.100.1")!])
+        #expect(!monitor.isReachable)
+        #expect(monitor.fxStatus == .notReachable)
 
         // The name moves; a network change makes the monitor resolve again.
         resolver.delay.withLock { $0 = .zero }

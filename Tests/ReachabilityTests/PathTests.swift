@@ -34,7 +34,8 @@ struct PathTests {
         #expect(path.availableInterfaces.map(\.name) == ["eth0", "wlan0", "wwan0"])
         #expect(path.gateways == [IPAddress("10.2.0.1")!, IPAddress("fe80::1")!, IPAddress("10.3.0.1")!, IPAddress("10.4.0.1")!])
         #expect(path.supportsIPv4 && path.supportsIPv6 && path.supportsDNS)
-        #expect(path.usesInterfaceType(.wifi) && !path.usesInterfaceType(.loopback))
+        // The path uses its preferred link, not every available one.
+        #expect(path.usesInterfaceType(.wiredEthernet) && !path.usesInterfaceType(.wifi) && !path.usesInterfaceType(.loopback))
         #expect(!path.isExpensive && !path.isConstrained)
 
         let cellularOnly = NetworkPath.evaluate(state, classifications: types, required: .cellular)
@@ -44,7 +45,7 @@ struct PathTests {
         #expect(noCellular.availableInterfaces.map(\.name) == ["wlan0"])
 
         var offline = state
-        offline.links[2] = link(2, "eth0", flags: [.up])
+        offline.links[2] = link(2, "eth0", flags: [])
         offline.links[3] = link(3, "wlan0", flags: [])
         let deniedCellular = NetworkPath.evaluate(offline, classifications: types, prohibited: [.cellular])
         #expect(deniedCellular.status == .unsatisfied)
@@ -77,6 +78,63 @@ struct PathTests {
         (state, events) = ReachabilityReducer.reduce(state, path: tunnel)
         #expect(events == [.connectedToWired])
         #expect(ReachabilityReducer.reduce(state, event: .stopMonitoring).isMonitoring == false)
+    }
+
+    @Test func theReducerReadsThePreferredLinkAndForgetsThePathWhenStopped() {
+        func interface(_ name: String, _ index: Int32, _ type: InterfaceType, expensive: Bool = false) -> NetworkInterface {
+            NetworkInterface(name: name, index: index, classification: LinkClassification(
+                type: type, kind: type == .wifi ? .wifi : type == .cellular ? .wwan : .ethernet, isExpensive: expensive, evidence: .none))
+        }
+        let eth = interface("eth0", 2, .wiredEthernet)
+        let wlan = interface("wlan0", 3, .wifi)
+        let wwan = interface("wwan0", 4, .cellular, expensive: true)
+        // Ethernet preferred, Wi-Fi a fallback: the connection goes through Ethernet.
+        #expect(ReachabilityReducer.connectivity(of: NetworkPath(status: .satisfied, availableInterfaces: [eth, wlan])) == .wired)
+        // Cellular preferred: cellular and expensive, not Wi-Fi and expensive.
+        let (state, events) = ReachabilityReducer.reduce(.initial, path: NetworkPath(status: .satisfied, availableInterfaces: [wwan, wlan]))
+        #expect(events == [.connectedToCellular, .becameExpensive])
+        #expect(state == ReachabilityState(connectivity: .cellular, isExpensive: true))
+        #expect(ReachabilityReducer.connectivity(of: NetworkPath(status: .satisfied)) == .wired)
+        // Stopping forgets the path: the next start reports it again.
+        let stopped = ReachabilityReducer.reduce(ReachabilityState(isMonitoring: true, connectivity: .wifi, isExpensive: true),
+                                                 event: .stopMonitoring)
+        #expect(stopped == .initial)
+        let restarted = ReachabilityReducer.reduce(ReachabilityReducer.reduce(stopped, event: .startMonitoring),
+                                                   path: NetworkPath(status: .satisfied, availableInterfaces: [wlan]))
+        #expect(restarted.1 == [.connectedToWifi])
+    }
+
+    @Test func eachFamilyGoesThroughItsFirstRouteAsTheKernelDoes() {
+        // Ethernet (metric 100) lost its carrier; its route is not dead (no
+        // `ignore_routes_with_linkdown`), so the kernel still sends IPv4 through it.
+        var state = NetworkState(links: [link(2, "eth0", flags: [.up]), link(3, "wlan0"), link(4, "wwan0")], addresses: [],
+                                 defaultRoutes: [defaultRoute(dev: 2, via: "10.2.0.1", metric: 100),
+                                                 defaultRoute(dev: 3, via: "10.3.0.1", metric: 600)])
+        var path = NetworkPath.evaluate(state, classifications: types)
+        #expect(path.status == .unsatisfied)
+        #expect(path.availableInterfaces.isEmpty)
+        // Only Wi-Fi allowed: a socket bound to it would go through its route.
+        path = NetworkPath.evaluate(state, classifications: types, required: .wifi)
+        #expect(path.status == .satisfied)
+        #expect(path.availableInterfaces.map(\.name) == ["wlan0"])
+        // The kernel marks the route dead (`ignore_routes_with_linkdown`): Wi-Fi carries IPv4.
+        var dead = state.defaultRoutes.values.first { $0.outputLinkIndex == 2 }!
+        dead.nexthops[0].flags.insert(.dead)
+        state.defaultRoutes[dead.key] = dead
+        path = NetworkPath.evaluate(state, classifications: types)
+        #expect(path.status == .satisfied)
+        #expect(path.availableInterfaces.map(\.name) == ["wlan0"])
+        // IPv6 through another link is its own family: a usable IPv6 route satisfies the path
+        // while IPv4's first route has no carrier.
+        var noCarrier = dead
+        noCarrier.nexthops[0].flags.remove(.dead)
+        state.defaultRoutes[noCarrier.key] = noCarrier
+        let v6 = defaultRoute(dev: 4, via: "fe80::1", metric: 1024, v6: true)
+        state.defaultRoutes[v6.key] = v6
+        path = NetworkPath.evaluate(state, classifications: types)
+        #expect(path.status == .satisfied)
+        #expect(path.availableInterfaces.map(\.name) == ["wwan0"])
+        #expect(path.supportsIPv6 && !path.supportsIPv4)
     }
 
     @Test func aTestSourceDrivesTheMiddlewareWithoutAKernel() async {

@@ -91,14 +91,41 @@ public enum ReachabilityEvaluator {
         }
     }
 
-    /// Evaluates "the internet": the best default route, IPv4 or IPv6, through a usable link,
-    /// among ``internetRoutes(_:userID:)`` (the tables the policy rules give this host's traffic;
-    /// lowest metric first). A multipath default route is usable while one of its next hops is
-    /// (see ``evaluateNexthops(of:links:classifications:)``).
+    /// Evaluates "the internet": in each family, the default route the kernel sends this
+    /// host's traffic through, the first of ``internetRoutes(_:userID:)`` (the tables the policy
+    /// rules give that traffic; lowest metric first), and the better of the two families'
+    /// answers. A multipath default route is usable while one of its next hops is (see
+    /// ``evaluateNexthops(of:links:classifications:)``).
+    ///
+    /// The kernel passes over a route whose every next hop is dead (its link is down, or has no
+    /// carrier and `ignore_routes_with_linkdown` is set), not one that only lost its carrier:
+    /// it sends through that one and the packets are lost. So when the link of a family's first
+    /// route has no carrier (or is dormant), the family is not reachable (or waits), as a lookup
+    /// of any internet address says, even if a route with a higher metric goes through a usable
+    /// link.
     public static func evaluateInternet(_ state: NetworkState,
                                         classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
-        let answers = internetRoutes(state).flatMap { evaluateNexthops(of: $0, links: state.links, classifications: classifications) }
-        return best(of: answers) ?? .notReachable(.noDefaultRoute)
+        var answers: [ReachabilityAnswer] = []
+        var passedOver: [ReachabilityAnswer] = []
+        var decided: Set<AddressFamily> = []
+        for route in internetRoutes(state) where !decided.contains(route.family) {
+            let hops = evaluateNexthops(of: route, links: state.links, classifications: classifications)
+            if isDeadToTheKernel(route, hops) {
+                passedOver += hops
+                continue
+            }
+            decided.insert(route.family)
+            answers += hops
+        }
+        return best(of: answers) ?? best(of: passedOver) ?? .notReachable(.noDefaultRoute)
+    }
+
+    /// Whether the kernel's lookup passes over `route` (evaluated as `hops`) for its links: a
+    /// unicast route whose every next hop's link is down or gone. The kernel flushes such an
+    /// IPv4 route and marks an IPv6 one dead as the link goes down (the state can hold one for
+    /// the moment in between); a link without carrier does not make a route dead.
+    static func isDeadToTheKernel(_ route: Route, _ hops: [ReachabilityAnswer]) -> Bool {
+        route.type == .unicast && !hops.isEmpty && hops.allSatisfy { $0.reason == .linkDown || $0.reason == .linkMissing }
     }
 
     /// The best of several answers (the addresses of one host, the default routes): the first

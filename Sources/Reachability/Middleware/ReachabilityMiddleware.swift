@@ -90,7 +90,9 @@ public enum ReachabilityReducer {
         var next = state
         switch event {
         case .startMonitoring: next.isMonitoring = true
-        case .stopMonitoring: next.isMonitoring = false
+        // As SwiftRex's reducer: what was known of the path is forgotten, so that the next
+        // start reports the path it finds, even one equal to the last.
+        case .stopMonitoring: next = .initial
         case .connectedToWifi: next.connectivity = .wifi
         case .connectedToWired: next.connectivity = .wired
         case .connectedToCellular: next.connectivity = .cellular
@@ -104,14 +106,16 @@ public enum ReachabilityReducer {
     }
 
     /// The middleware's reading of a path: offline unless satisfied; then Wi-Fi, wired or
-    /// cellular by the interfaces the path uses (in that order); any other satisfied path is
-    /// wired (not a radio).
+    /// cellular by the link the traffic goes through, the path's preferred one (the one its
+    /// ``NetworkPath/isExpensive`` and ``NetworkPath/isConstrained`` describe); any other
+    /// satisfied path is wired (not a radio).
     public static func connectivity(of path: NetworkPath) -> ConnectedInterface {
         guard path.status == .satisfied else { return .none }
-        if path.usesInterfaceType(.wifi) { return .wifi }
-        if path.usesInterfaceType(.wiredEthernet) { return .wired }
-        if path.usesInterfaceType(.cellular) { return .cellular }
-        return .wired
+        switch path.availableInterfaces.first?.type {
+        case .wifi?: return .wifi
+        case .cellular?: return .cellular
+        default: return .wired
+        }
     }
 }
 

@@ -153,23 +153,32 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
 
     // MARK: - Querying
 
-    /// The target. Setting it resets the answer to unknown (``fxStatus`` is `.unknown`) and, while
-    /// listening, notifies only once the new target's answer is known (FXReachability).
+    /// The target. Setting it while listening resets the listening answer to unknown
+    /// (``fxStatus`` and ``alamofireStatus`` are `.unknown`) and notifies only once the new
+    /// target's answer is known: for a host name, once it has been resolved (FXReachability).
+    /// No answer of the old target is delivered after the setter returns.
     public var target: ReachabilityTarget {
         get { state.withLock { $0.target } }
         set {
-            let listening = state.withLock { state -> Bool in
+            // Stopped first, so that no answer of the old target passes the gate under the new
+            // one's name; started again with the new target.
+            let listening = isListening
+            if listening { stopListening() }
+            state.withLock { state in
                 state.target = newValue
                 state.answer = nil
-                return state.token != nil
             }
-            if listening { stopListening(); startListening() }
+            if listening { startListening() }
         }
     }
 
-    /// The full answer now: the kept one while listening, else a fresh evaluation.
+    /// The full answer now, listening or not: while the target is watched (by this monitor or
+    /// another of the namespace) the engine's current answer, which each kernel change updates
+    /// before any callback runs, else a fresh evaluation. It can be newer than the last answer
+    /// delivered, which waits for its callback queue or a ``coalescingInterval``. A host name
+    /// not resolved yet is answered optimistically from the default routes (as Apple's
+    /// unscheduled queries are).
     public var answer: ReachabilityAnswer {
-        if let kept = state.withLock({ $0.token != nil ? $0.answer : nil }) { return kept }
         guard let engine = engineProvider() else { return .notReachable(.lookupFailed(.failure)) }
         return engine.currentAnswer(for: target)
     }
@@ -186,10 +195,10 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     public var alamofireStatus: NetworkReachabilityStatus {
         state.withLock { $0.token != nil && $0.answer == nil } ? .unknown : NetworkReachabilityStatus(flags: flags)
     }
-    /// FXReachability's status; `.unknown` until the listening answer for the target is known.
+    /// FXReachability's status; `.unknown` while listening has not produced an answer yet (after
+    /// a start or a change of ``target``: for a host name, until it is resolved).
     public var fxStatus: FXReachabilityStatus {
-        guard let answer = state.withLock({ $0.answer }) else { return .unknown }
-        return FXReachabilityStatus(flags: answer.flags)
+        state.withLock { $0.token != nil && $0.answer == nil } ? .unknown : FXReachabilityStatus(flags: flags)
     }
     /// Ola's synchronous query.
     public func reach() -> OlaStatus { OlaStatus(flags: flags) }

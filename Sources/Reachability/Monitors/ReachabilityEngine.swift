@@ -48,10 +48,24 @@ final class ReachabilityEngine: Sendable {
         @exclusivity(unchecked) var appliedResolution = 0
         /// Watchers, and whether each has had its first answer (only those get changes).
         @exclusivity(unchecked) var watchers: [UInt64: Watching] = [:]
+        /// How many of them wait for the host name's first resolution (``WatchPhase/waiting``).
+        @exclusivity(unchecked) var waitingWatchers = 0
         /// The FIB entry an address target matched, valid while `matchedGeneration` is the
         /// engine's ``State/matchGeneration`` (see SharedLookups.swift).
         @exclusivity(unchecked) var matched: MatchedEntry?
         @exclusivity(unchecked) var matchedGeneration = -1
+    }
+
+    /// Where a watch is on its way to its first answer.
+    private enum WatchPhase {
+        /// Registered; its first answer is on its way from ``watch(_:inline:_:)``.
+        case registered
+        /// Its target is a host name never resolved yet: the first answer waits for the
+        /// resolution (or the end of the subscription), as FXReachability's and Apple's scheduled
+        /// answers do; an optimistic guess from the default routes is for queries only.
+        case waiting
+        /// Had its first answer; gets every change.
+        case ready
     }
 
     /// One watch of a target: its callback, and whether it has had its first answer.
@@ -62,7 +76,8 @@ final class ReachabilityEngine: Sendable {
     /// monitors told of one change that was two allocations per monitor.
     private struct Watching {
         let watcher: Watcher
-        var ready: Bool
+        var phase: WatchPhase
+        var ready: Bool { phase == .ready }
     }
 
     /// An answer for a watcher, gathered under the lock and delivered after it.
@@ -237,27 +252,36 @@ final class ReachabilityEngine: Sendable {
     /// round, see ``DeliveryBatch``); while one watches, rounds started by kernel events run on
     /// the subscription's thread, so that a change reaches it with no thread woken.
     func watch(_ target: ReachabilityTarget, inline: Bool = false, _ watcher: @escaping Watcher) -> Token {
+        let target = target.judged
         let token = state.withLock { state -> Token in
             let token = Token(id: state.nextID, target: target, inline: inline)
             state.nextID += 1
             if inline { state.inlineWatchers += 1 }
             let entry = state.entries[target] ?? Entry(serial: state.nextID)
             state.nextID += 1
-            entry.watchers[token.id] = Watching(watcher: watcher, ready: false)
+            entry.watchers[token.id] = Watching(watcher: watcher, phase: .registered)
             state.entries[target] = entry
             state.addressIndex = nil
             return token
         }
         // On the serial queue nothing evaluates between reading the answer and marking the
         // watcher ready, so it gets the current answer once and then exactly the later changes.
+        // A host name that was never resolved has no answer to tell yet: the watcher waits, and
+        // the round that applies the first resolution tells it (`evaluateAndStore`).
         queue.async { [self] in
             let answer = state.withLock { $0.entries[target]?.answer } ?? evaluateAndStore(target, in: snapshot())
-            let stillWatching = state.withLock { state -> Bool in
-                guard state.entries[target]?.watchers[token.id] != nil else { return false }
-                state.entries[target]!.watchers[token.id]!.ready = true
+            let tellNow = state.withLock { state -> Bool in
+                guard let entry = state.entries[target], entry.watchers[token.id]?.phase == .registered else { return false }
+                if case .host(let name) = target, entry.addresses == nil, state.resolvedHosts[name] == nil,
+                   state.termination == nil {
+                    entry.watchers[token.id]!.phase = .waiting
+                    entry.waitingWatchers += 1
+                    return false
+                }
+                entry.watchers[token.id]!.phase = .ready
                 return true
             }
-            if stillWatching {
+            if tellNow {
                 let batch = DeliveryBatch(inline: queue)
                 watcher(answer, batch)
                 batch.send()
@@ -290,7 +314,9 @@ final class ReachabilityEngine: Sendable {
     /// Stops a watch; the target is forgotten when nobody watches it.
     func unwatch(_ token: Token) {
         state.withLock { state in
-            guard state.entries[token.target]?.watchers.removeValue(forKey: token.id) != nil else { return }
+            guard let entry = state.entries[token.target], let removed = entry.watchers.removeValue(forKey: token.id)
+            else { return }
+            if removed.phase == .waiting { entry.waitingWatchers -= 1 }
             if token.inline { state.inlineWatchers -= 1 }
             if state.entries[token.target]?.watchers.isEmpty == true {
                 state.entries[token.target] = nil
@@ -304,6 +330,7 @@ final class ReachabilityEngine: Sendable {
     /// optimistically from the default routes while its resolution starts (as Apple's unscheduled
     /// queries do), and one whose network changed since is resolved again in the background.
     func currentAnswer(for target: ReachabilityTarget) -> ReachabilityAnswer {
+        let target = target.judged
         if let kept = state.withLock({ $0.entries[target]?.answer }) { return kept }
         var addresses: [IPAddress]?
         var failure: ReachabilityError?
@@ -642,8 +669,19 @@ final class ReachabilityEngine: Sendable {
             guard let entry = state.entries[target] else { return [] }
             let previous = entry.answer
             entry.answer = answer
-            guard let previous, !previous.isSameAnswer(as: answer) else { return [] }
-            return entry.watchers.values.filter(\.ready)
+            // Watchers waiting for the host's first resolution get this answer as their first,
+            // once it is known: resolved, or the subscription ended.
+            var first: [UInt64] = []
+            if entry.waitingWatchers > 0, addresses != nil || snapshot.ended != nil {
+                first = entry.watchers.compactMap { $0.value.phase == .waiting ? $0.key : nil }
+                for id in first { entry.watchers[id]!.phase = .ready }
+                entry.waitingWatchers = 0
+            }
+            let changed = previous.map { !$0.isSameAnswer(as: answer) } ?? false
+            if first.isEmpty { return changed ? entry.watchers.values.filter(\.ready) : [] }
+            return entry.watchers.compactMap { id, watching in
+                first.contains(id) || changed && watching.ready ? watching : nil
+            }
         }
         if !watchers.isEmpty {
             let deliveries = batch ?? DeliveryBatch(inline: queue)

@@ -82,9 +82,11 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
         self.supportsDNS = supportsDNS
     }
 
-    /// Whether the path uses a link of this type (any of ``availableInterfaces``).
+    /// Whether the path's traffic goes through a link of this type: the preferred link, the
+    /// first of ``availableInterfaces`` (as NWPath's answers for the interface in use, not for
+    /// every available one: a laptop on Ethernet with Wi-Fi as a fallback does not use Wi-Fi).
     public func usesInterfaceType(_ type: InterfaceType) -> Bool {
-        availableInterfaces.contains { $0.type == type }
+        availableInterfaces.first?.type == type
     }
 
     /// Whether the preferred link is expensive.
@@ -119,16 +121,35 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
         var usable: [(Route, ReachabilityAnswer)] = []
         var waiting = false
         var denied: Set<InterfaceType> = []
-        for route in routes {
+        // In each family the kernel sends through its first route (whose every next hop is not
+        // dead): when that route's link has lost its carrier, or waits (dormant), the family's
+        // traffic is lost or waits too, whatever routes follow. Routes through links of types
+        // the monitor does not allow are passed over, as a socket bound to an allowed link
+        // would pass them over.
+        var decided: Set<AddressFamily> = []
+        for route in routes where !decided.contains(route.family) {
             // Each next hop of a multipath route the kernel may send through is a path of its own.
-            for answer in ReachabilityEvaluator.evaluateNexthops(of: route, links: state.links, classifications: classifications) {
+            var allowedAnswers: [ReachabilityAnswer] = []
+            let hops = ReachabilityEvaluator.evaluateNexthops(of: route, links: state.links, classifications: classifications)
+            if ReachabilityEvaluator.isDeadToTheKernel(route, hops) { continue }
+            for answer in hops {
                 guard let interface = answer.interface else { continue }
                 let allowed = (required.map { $0 == interface.type } ?? true) && !prohibited.contains(interface.type)
-                if answer.isReachable {
-                    if allowed { usable.append((route, answer)) } else { denied.insert(interface.type) }
-                } else if answer.flags.contains(.connectionRequired), allowed {
-                    waiting = true
+                if allowed {
+                    allowedAnswers.append(answer)
+                } else if answer.isReachable {
+                    denied.insert(interface.type)
                 }
+            }
+            if route.type != .unicast { decided.insert(route.family) }   // a refusing route ends its family
+            guard !allowedAnswers.isEmpty else { continue }
+            let reachable = allowedAnswers.filter(\.isReachable)
+            // After the family's first usable route, the usable ones that follow are listed
+            // too: the fallbacks the kernel takes when the first one goes.
+            usable += reachable.map { (route, $0) }
+            if reachable.isEmpty, !usable.contains(where: { $0.0.family == route.family }) {
+                if allowedAnswers.contains(where: { $0.flags.contains(.connectionRequired) }) { waiting = true }
+                decided.insert(route.family)
             }
         }
         var interfaces: [NetworkInterface] = []

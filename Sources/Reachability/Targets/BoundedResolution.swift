@@ -11,7 +11,8 @@ import Netlink
 /// resolver's own work is not cancelled (getaddrinfo cannot be); its late result is dropped.
 public enum BoundedResolution {
     /// How long a resolution may take before it is reported as failed: 15 seconds, more than
-    /// glibc's default of two attempts of 5 seconds against one name server.
+    /// glibc's default of two attempts of 5 seconds against one name server. A timeout of a
+    /// century or more is no deadline at all; a negative one is zero.
     public static let defaultTimeout: Duration = .seconds(15)
 
     /// The deadlines' timers run here: a serial queue of the library's own (a global queue
@@ -64,21 +65,32 @@ private final class FirstOutcome: Sendable {
 /// A one-shot timer that can be cancelled before it fires; a cancelled timer never wakes the
 /// process.
 private final class DeadlineTimer: Sendable {
+    /// Delays from this long on (about 95 years) are no deadline: no timer is made. Their
+    /// nanoseconds would overflow `Int` from about 292 years on.
+    static let longestDelay: Int64 = 3_000_000_000
+
     // A dispatch source is safe to use from any thread; it is only resumed here and cancelled.
-    private nonisolated(unsafe) let source: any DispatchSourceTimer
+    private nonisolated(unsafe) let source: (any DispatchSourceTimer)?
 
     init(queue: DispatchQueue, after delay: Duration, _ handler: @escaping @Sendable () -> Void) {
-        source = DispatchSource.makeTimerSource(queue: queue)
         let (seconds, attoseconds) = delay.components
-        source.schedule(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+        guard seconds < Self.longestDelay else {
+            source = nil
+            return
+        }
+        let source = DispatchSource.makeTimerSource(queue: queue)
+        // A negative delay is none.
+        let nanoseconds = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        source.schedule(deadline: .now() + .nanoseconds(nanoseconds))
         source.setEventHandler { [source] in
             source.cancel()
             handler()
         }
         source.resume()
+        self.source = source
     }
 
-    func cancel() { source.cancel() }
+    func cancel() { source?.cancel() }
 }
 
 extension Result {

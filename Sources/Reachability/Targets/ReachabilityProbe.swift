@@ -38,7 +38,7 @@ public final class ReachabilityProbe: Sendable {
     /// - Throws: ``ReachabilityError/netlink(_:)`` when the kernel cannot be asked, or
     ///   ``ReachabilityError/resolutionFailed(host:message:)``.
     public func answer(for target: ReachabilityTarget) async throws(ReachabilityError) -> (answer: ReachabilityAnswer, addresses: [IPAddress]) {
-        switch target {
+        switch target.judged {
         case .internet:
             var state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
             state.policyRules = try kernel { try connection.rules() }

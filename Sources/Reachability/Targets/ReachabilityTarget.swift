@@ -4,7 +4,8 @@ import Netlink
 public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// "The internet": a default route through a usable link, IPv4 or IPv6.
     case internet
-    /// One IPv4 or IPv6 address.
+    /// One IPv4 or IPv6 address. The unspecified address (`0.0.0.0`, `::`) is judged as
+    /// ``internet``, as Apple's zero address is.
     case address(IPAddress)
     /// A host name, resolved by a ``HostResolver``.
     case host(String)
@@ -25,6 +26,15 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
         if let address = IPAddress(text) { self = .address(address); return }
         guard Self.isValidHostName(text) else { throw .invalidTarget(text) }
         self = .host(text.hasSuffix(".") ? String(text.dropLast()) : text)
+    }
+
+    /// The target as the library judges it: the unspecified address (`0.0.0.0` or `::`), which
+    /// Apple's `SCNetworkReachabilityCreateWithAddress` and Reachability.swift's `zeroAddress`
+    /// use to mean "the internet", is ``internet``. A route lookup for it would find the local
+    /// route (the kernel takes `0.0.0.0` as this host) and answer "reachable" even offline.
+    var judged: ReachabilityTarget {
+        if case .address(let address) = self, address.isUnspecified { return .internet }
+        return self
     }
 
     /// `internet`, an address, a host name, or `local -> remote`.
