@@ -148,6 +148,34 @@ public final class NetlinkSubscription: Sendable {
         return NetlinkObservation(subscription: self, observer: observer)
     }
 
+    /// Calls `handler` on the subscription's own thread with each batch, as
+    /// ``observeBatchesOnSubscriptionThread(onTermination:_:)`` does, and with whether the
+    /// state is settled.
+    ///
+    /// The kernel changes some state without a message: it flushes the IPv4 routes of a link
+    /// that goes down, flags a link's routes `linkdown` (or dead) when its carrier goes, flushes
+    /// next-hop objects. After a batch that may hide such a change, the subscription re-reads
+    /// what it touches, on this thread, before it reads anything else. Such a batch comes with
+    /// `isSettled` false; the one that ends the re-read with `isSettled` true, and with no
+    /// events when the re-read found no change. A consumer that judges the state as a whole
+    /// (which default route carries the internet) waits for the settled batch, and so never
+    /// judges the moment in between, when a link's carrier is gone but its routes are not yet
+    /// marked; one that reacts to what the kernel said goes on at once. The other rules of
+    /// ``observeOnSubscriptionThread(onTermination:_:)`` apply; the first call carries
+    /// ``NetlinkEvent/snapshot(_:)`` alone, settled.
+    ///
+    /// - Parameters:
+    ///   - onTermination: Called once if the subscription ends (the namespace was deleted).
+    ///   - handler: Called with each batch and whether the state is settled.
+    public func observeSettledBatchesOnSubscriptionThread(
+        onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
+        _ handler: @escaping @Sendable (_ events: [NetlinkEvent], _ isSettled: Bool) -> Void
+    ) -> NetlinkObservation {
+        let observer = CallbackObserver(settledBatchHandler: handler, onTermination: onTermination)
+        publisher.attach(observer)
+        return NetlinkObservation(subscription: self, observer: observer)
+    }
+
     /// Every event as an asynchronous sequence, starting with ``NetlinkEvent/snapshot(_:)``.
     /// The sequence keeps the subscription alive while it is iterated; it ends by throwing the
     /// ``NetlinkError`` that ended the subscription.

@@ -4,8 +4,13 @@ import Glibc
 /// Something a ``NetlinkSubscription`` hands its events to.
 protocol EventSink: AnyObject, Sendable {
     /// Takes a batch of events; called in order from the subscription's loop thread, never
-    /// blocking.
-    func enqueue(_ events: [NetlinkEvent])
+    /// blocking. `settled` is false when the subscription re-reads, right after this batch,
+    /// what the kernel may have changed without a message (see
+    /// ``NetlinkSubscription/observeSettledBatchesOnSubscriptionThread(onTermination:_:)``).
+    func enqueue(_ events: [NetlinkEvent], settled: Bool)
+    /// Whether the sink is told that a re-read ended without a change, by an empty settled
+    /// batch.
+    var wantsSettledMarkers: Bool { get }
     /// Takes the error that ended the subscription; nothing is enqueued after it.
     func terminate(_ error: NetlinkError)
     /// Whether the subscription's own thread delivers what the sink was given, by calling
@@ -17,6 +22,7 @@ protocol EventSink: AnyObject, Sendable {
 }
 
 extension EventSink {
+    var wantsSettledMarkers: Bool { false }
     var deliversOnSubscriptionThread: Bool { false }
     func deliverOnSubscriptionThread() {}
 }
@@ -50,13 +56,15 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
     enum Handler {
         case each(@Sendable (NetlinkEvent) -> Void)
         case batch(@Sendable ([NetlinkEvent]) -> Void)
+        /// Each batch with whether the state is settled; also empty batches that end a re-read.
+        case settledBatch(@Sendable ([NetlinkEvent], Bool) -> Void)
     }
 
     /// What waits for the handler. A published batch is kept as the array it came in (one
     /// retain), whatever the handler: copying each event into an item of its own cost a link
     /// flip's first callback about 1 500 instructions.
     private enum Item {
-        case batch([NetlinkEvent])
+        case batch([NetlinkEvent], settled: Bool)
         case terminated(NetlinkError)
     }
 
@@ -76,7 +84,21 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
         self.onTermination = onTermination
     }
 
-    func enqueue(_ events: [NetlinkEvent]) { append(.batch(events)) }
+    /// An observer called once per published batch with whether the state is settled, on the
+    /// subscription's thread.
+    init(settledBatchHandler: @escaping @Sendable ([NetlinkEvent], Bool) -> Void,
+         onTermination: (@Sendable (NetlinkError) -> Void)?) {
+        self.queue = nil
+        self.handler = .settledBatch(settledBatchHandler)
+        self.onTermination = onTermination
+    }
+
+    func enqueue(_ events: [NetlinkEvent], settled: Bool) { append(.batch(events, settled: settled)) }
+
+    var wantsSettledMarkers: Bool {
+        if case .settledBatch = handler { return true }
+        return false
+    }
 
     func terminate(_ error: NetlinkError) { append(.terminated(error)) }
 
@@ -111,12 +133,14 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
             if batch.isEmpty { return }
             for item in batch {
                 switch (item, handler) {
-                case (.batch(let events), .each(let handler)):
+                case (.batch(let events, _), .each(let handler)):
                     for event in events {
                         guard call({ handler(event) }) else { return }
                     }
-                case (.batch(let events), .batch(let handler)):
+                case (.batch(let events, _), .batch(let handler)):
                     guard call({ handler(events) }) else { return }
+                case (.batch(let events, let settled), .settledBatch(let handler)):
+                    guard call({ handler(events, settled) }) else { return }
                 case (.terminated(let error), _):
                     guard call({ onTermination?(error) }) else { return }
                 }
@@ -161,7 +185,7 @@ final class StreamObserver: EventSink, Sendable {
         self.continuation = continuation
     }
 
-    func enqueue(_ events: [NetlinkEvent]) {
+    func enqueue(_ events: [NetlinkEvent], settled: Bool) {
         for event in events { continuation.yield(event) }
     }
 

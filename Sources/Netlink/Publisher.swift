@@ -37,12 +37,24 @@ final class Publisher: Sendable {
     /// The shared state catches up with `state` entry by entry (`catchUp(with:through:)`), so
     /// that it and the subscription's own state never share storage: each is changed in place,
     /// in O(changes), unless a reader still holds a copy.
-    func publish(state: NetworkState, events: [NetlinkEvent]) {
+    ///
+    /// `settled` is false when the subscription re-reads, right after this batch, what the
+    /// kernel may have changed without a message; it ends such a re-read with a settled batch,
+    /// or, when the re-read changed nothing, with ``publishSettled()``.
+    func publish(state: NetworkState, events: [NetlinkEvent], settled: Bool = true) {
         let sinks = shared.withLock { shared -> [any EventSink] in
             shared.state.catchUp(with: state, through: events)
             return Array(shared.sinks.values)
         }
-        for sink in sinks { sink.enqueue(events) }
+        for sink in sinks { sink.enqueue(events, settled: settled) }
+        deliverOnSubscriptionThread(to: sinks)
+    }
+
+    /// Tells the observers that asked for it that a re-read ended without a change: an empty
+    /// settled batch. The others are not woken for nothing.
+    func publishSettled() {
+        let sinks = shared.withLock { shared in shared.sinks.values.filter(\.wantsSettledMarkers) }
+        for sink in sinks { sink.enqueue([], settled: true) }
         deliverOnSubscriptionThread(to: sinks)
     }
 
@@ -67,7 +79,7 @@ final class Publisher: Sendable {
         let ended: NetlinkError? = shared.withLock {
             if let termination = $0.termination { return termination }
             $0.sinks[ObjectIdentifier(sink)] = sink
-            sink.enqueue([.snapshot($0.state)])
+            sink.enqueue([.snapshot($0.state)], settled: true)
             if sink.deliversOnSubscriptionThread { $0.wake?() }
             return nil
         }

@@ -59,6 +59,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Messages seen since the loop last woke up for the notification socket (see
     /// `publishFirstMessage`).
     @exclusivity(unchecked) private var messagesSinceWake = 0
+    /// A batch of this wake-up went out unsettled: a re-read was marked (see `flush`).
+    @exclusivity(unchecked) private var unsettledPublished = false
     /// Where each notification datagram is read (`SubscriptionOptions.messageBufferSize` bytes).
     @exclusivity(unchecked) private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Why the subscription ends, once the loop knows; observers are told after `teardown`.
@@ -313,11 +315,16 @@ final class SubscriptionEngine: @unchecked Sendable {
                 }
             }
             // Observers get what the kernel said first; the routes the kernel changed silently
-            // (found by a filtered dump) follow in a second batch.
+            // (found by a filtered dump) follow in a second batch, which settles the state.
             flush()
             guard !stopRequested.load(ordering: .acquiring) else { break }
             reconcileMarked()
             flush()
+            if unsettledPublished, !stopRequested.load(ordering: .acquiring) {
+                // The re-read changed nothing: the state told before it is settled.
+                publisher.publishSettled()
+            }
+            unsettledPublished = false
         }
     }
 
@@ -408,11 +415,19 @@ final class SubscriptionEngine: @unchecked Sendable {
         if messagesSinceWake == 1 { flush() }
     }
 
-    /// Sends what the last read produced to the observers.
+    /// Sends what the last read produced to the observers: settled unless a re-read of what the
+    /// kernel may have changed silently is marked (see `reconcileMarked`).
     private func flush() {
         guard !batch.isEmpty else { return }
-        publisher.publish(state: state, events: batch)
+        let settled = !rereadIsMarked
+        publisher.publish(state: state, events: batch, settled: settled)
+        unsettledPublished = !settled
         batch.removeAll(keepingCapacity: true)
+    }
+
+    /// Whether `reconcileMarked` has anything to re-read.
+    private var rereadIsMarked: Bool {
+        !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty || nexthopObjectsStale || !rulesToReread.isEmpty
     }
 
     private func teardown() {
@@ -661,8 +676,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// dump of one table: in IPv4 read to the table's first route that is not a default route (a
     /// datagram, however large the table), in IPv6 filtered by the kernel by output link too.
     private func reconcileMarked() {
-        guard !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty || nexthopObjectsStale || !rulesToReread.isEmpty
-        else { return }
+        guard rereadIsMarked else { return }
         if !rulesToReread.isEmpty {
             do {
                 try rereadRules()

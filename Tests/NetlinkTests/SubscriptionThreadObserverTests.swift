@@ -28,6 +28,55 @@ struct SubscriptionThreadObserverTests {
         #expect(!threads.contains(UInt(pthread_self())))
     }
 
+    /// A carrier change of a link that carries a default route comes unsettled: the routes the
+    /// kernel flags without a message are re-read right after, and the batch that ends the
+    /// re-read is settled (empty if the re-read changed nothing). Settled observers never
+    /// stay unsettled; plain batch observers never see an empty batch.
+    @Test func aCarrierChangeIsSettledByTheReReadOfItsRoutes() throws {
+        let ns = try TestNamespace("settled")
+        defer { ns.delete() }
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv4.conf.all.ignore_routes_with_linkdown=1"])
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.5.0.1/24 dev va", "route add default via 10.5.0.2 dev va",
+                      "link add dum0 type veth peer name dum0p", "link set dum0p up"])
+        _ = eventually { (try? ns.ipJSON("link", "show", "dev", "va").first?["flags"] as? [String])?.contains("LOWER_UP") == true }
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        let calls = Locked<[(events: [NetlinkEvent], settled: Bool)]>([])
+        let plain = Locked<[[NetlinkEvent]]>([])
+        let settledObservation = subscription.observeSettledBatchesOnSubscriptionThread { events, settled in
+            calls.withLock { $0.append((events, settled)) }
+        }
+        let plainObservation = subscription.observeBatchesOnSubscriptionThread { events in plain.withLock { $0.append(events) } }
+        defer { settledObservation.cancel(); plainObservation.cancel() }
+        #expect(eventually { calls.withLock { $0.count } >= 1 })
+        #expect(calls.withLock { $0[0].settled }, "the snapshot is settled")
+
+        try ns.ip("link", "set", "vb", "down")
+        let isDead: @Sendable (NetlinkEvent) -> Bool = { event in
+            if case .route(let change) = event, change.route.outputLinkIndex != nil {
+                return change.route.isDefault && change.route.nexthops.allSatisfy { $0.flags.contains(.dead) }
+            }
+            return false
+        }
+        #expect(eventually { calls.withLock { $0.contains { $0.events.contains(where: isDead) } } })
+        var recorded = calls.withLock { $0 }
+        let carrierLost = recorded.firstIndex { $0.events.contains { $0.linkChange?.value.name == "va" && $0.linkChange?.value.isRunning == false } }
+        let marked = recorded.firstIndex { $0.events.contains(where: isDead) }
+        #expect(carrierLost != nil && marked != nil)
+        if let carrierLost, let marked {
+            #expect(!recorded[carrierLost].settled, "the carrier's change waits for the re-read of the link's routes")
+            #expect(carrierLost < marked && recorded[marked].settled)
+        }
+        // A link that carries no default route: its change is settled at once, or by an empty
+        // settled batch right after.
+        let before = recorded.count
+        try ns.ip("link", "set", "dum0", "up")
+        #expect(eventually { calls.withLock { $0.count > before && $0.last!.settled } })
+        recorded = calls.withLock { $0 }
+        #expect(recorded.last!.settled)
+        #expect(plain.withLock { $0.allSatisfy { !$0.isEmpty } })
+    }
+
     /// A batch observer sees the same events as a per-event observer, in the same order, in
     /// batches: the snapshot alone first, never an empty batch, and a burst of kernel messages
     /// read in one wake-up in fewer calls than events.

@@ -450,6 +450,27 @@ struct MonitorDeliveryTests {
         #expect(!monitor.currentPath.supportsDNS)
         monitor.cancel()
     }
+
+    @Test func aPathSupportsDNSOnlyThroughLinksItMayUseOrALocalResolver() throws {
+        let ns = try wiredNamespace("mon9b")
+        defer { ns.delete() }
+        try ns.batch(["link set lo up", "route add default via 10.1.0.2", "route add 192.0.2.53/32 dev lo"])
+        let directory = "/etc/netns/\(ns.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A name server routed through the loopback link, which a path of veths (type other)
+        // may not use.
+        try "nameserver 192.0.2.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let any = NetworkPathMonitor(namespace: try .named(ns.name))
+        let veths = NetworkPathMonitor(namespace: try .named(ns.name), requiredInterfaceType: .other)
+        defer { any.cancel(); veths.cancel() }
+        #expect(eventually { any.currentPath.status == .satisfied && veths.currentPath.status == .satisfied })
+        #expect(any.currentPath.supportsDNS)
+        #expect(!veths.currentPath.supportsDNS)
+        // A local stub resolver (systemd-resolved's address) serves every path.
+        try "nameserver 127.0.0.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        #expect(veths.currentPath.supportsDNS)
+    }
 }
 
 @Suite("One subscription per namespace", .enabled(if: namespacesAvailable, "needs root and iproute2"))

@@ -101,8 +101,13 @@ final class ReachabilityEngine: Sendable {
         /// callbacks before the next round is evaluated, so callbacks keep the rounds' order.
         var roundRunning = false
         /// Watchers whose callbacks run inside the round: while there are some, a round that
-        /// kernel events start runs on the subscription's thread (see `received(_:)`).
+        /// kernel events start runs on the subscription's thread (see `received(_:settled:)`).
         var inlineWatchers = 0
+        /// Changes were noted from a batch that was not settled: the settled one starts the
+        /// round (see `received(_:settled:)`).
+        var roundWaitsForSettledState = false
+        /// How many watched targets are host names.
+        var hostEntries = 0
         var networkChangedForHosts = false
         /// How many changes made the resolved host names stale: a resolution that saw another
         /// count when it started than when it ended is kept as stale (see `resolvedHosts`).
@@ -206,10 +211,10 @@ final class ReachabilityEngine: Sendable {
         // `weak let` rather than `[weak self]`: a weak capture is a variable, whose every read
         // is checked for exclusive access at run time; a constant's is not.
         weak let engine = self
-        let observation = subscription.observeBatchesOnSubscriptionThread(onTermination: { error in
+        let observation = subscription.observeSettledBatchesOnSubscriptionThread(onTermination: { error in
             engine?.subscriptionEnded(error)
-        }) { events in
-            engine?.received(events)
+        }) { events, settled in
+            engine?.received(events, settled: settled)
         }
         state.withLock { $0.observation = observation }
     }
@@ -257,6 +262,7 @@ final class ReachabilityEngine: Sendable {
             let token = Token(id: state.nextID, target: target, inline: inline)
             state.nextID += 1
             if inline { state.inlineWatchers += 1 }
+            if state.entries[target] == nil, target.isHost { state.hostEntries += 1 }
             let entry = state.entries[target] ?? Entry(serial: state.nextID)
             state.nextID += 1
             entry.watchers[token.id] = Watching(watcher: watcher, phase: .registered)
@@ -318,7 +324,8 @@ final class ReachabilityEngine: Sendable {
             else { return }
             if removed.phase == .waiting { entry.waitingWatchers -= 1 }
             if token.inline { state.inlineWatchers -= 1 }
-            if state.entries[token.target]?.watchers.isEmpty == true {
+            if entry.watchers.isEmpty {
+                if token.target.isHost { state.hostEntries -= 1 }
                 state.entries[token.target] = nil
                 state.addressIndex = nil
             }
@@ -376,17 +383,30 @@ final class ReachabilityEngine: Sendable {
     /// idle serial queue runs the block on the calling thread. The change then reaches those
     /// watchers with no thread woken: the wake-up costs 40 to 60 µs on the project VM, a third
     /// of the kernel-to-listener floor (BENCHMARKS.md).
-    private func received(_ events: [NetlinkEvent]) {
+    ///
+    /// While the internet, a host name or a path monitor is watched, whose answers are judged
+    /// from the default routes, a batch that is not `settled` (the subscription is about to
+    /// re-read routes the kernel changed without a message, such as the routes of a link that
+    /// lost its carrier) starts no round: the settled batch right after it does. Otherwise a
+    /// round would judge the link without carrier beside its routes not yet marked dead, and
+    /// tell a passing "not reachable" before the fallback route's answer. Address targets are
+    /// asked of the kernel, whose answer is already right: their rounds do not wait.
+    private func received(_ events: [NetlinkEvent], settled: Bool) {
         // A policy rule or a default route that selects by source makes the internet's answer
         // depend on the addresses a source is chosen from (see `ReachabilityEvaluator.internetRoutes`).
         let internetFollowsAddresses = events.contains { if case .address = $0 { true } else { false } }
             && ReachabilityEvaluator.internetDependsOnAddresses(subscription.state)
         let (schedule, inline) = state.withLock { state -> (Bool, Bool) in
-            var noted = false
+            var noted = state.roundWaitsForSettledState
             for event in events {
                 if Self.note(event, in: &state, internetFollowsAddresses: internetFollowsAddresses) { noted = true }
             }
             guard noted else { return (false, false) }
+            if !settled, state.entries[.internet] != nil || state.hostEntries > 0 || !state.roundObservers.isEmpty {
+                state.roundWaitsForSettledState = true
+                return (false, false)
+            }
+            state.roundWaitsForSettledState = false
             defer { state.evaluationScheduled = true }
             return (!state.evaluationScheduled && !state.roundRunning, state.inlineWatchers > 0)
         }

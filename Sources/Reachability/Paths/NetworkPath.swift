@@ -67,7 +67,8 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     public var supportsIPv4: Bool
     /// Whether a usable IPv6 default route exists.
     public var supportsIPv6: Bool
-    /// Whether a name server is configured and the kernel routes it through a usable link.
+    /// Whether a name server is configured and the kernel routes it through a usable link that
+    /// the path may use (or it is an address of this host: a local stub resolver).
     public var supportsDNS: Bool
 
     /// A path as given.

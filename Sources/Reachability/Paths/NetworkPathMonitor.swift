@@ -194,8 +194,14 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     private func evaluate(in snapshot: ReachabilityEngine.Snapshot, engine: ReachabilityEngine) -> NetworkPath {
         // A namespace no longer watched (it was deleted) carries no traffic that we know of.
         guard snapshot.ended == nil else { return NetworkPath(status: .unsatisfied) }
+        // A server is of use to the path when the kernel routes it through a link the path may
+        // use, or it is this host's own (a local stub resolver, such as systemd-resolved's).
         let nameServerReachable = NameServers.configured(for: namespace).contains { server in
-            engine.answer(for: server, in: snapshot).isReachable
+            let answer = engine.answer(for: server, in: snapshot)
+            guard answer.isReachable else { return false }
+            if answer.flags.contains(.isLocalAddress) { return true }
+            guard let type = answer.interface?.type else { return false }
+            return (requiredInterfaceType.map { $0 == type } ?? true) && !prohibitedInterfaceTypes.contains(type)
         }
         return NetworkPath.evaluate(snapshot.network, classifications: snapshot.classifications, required: requiredInterfaceType,
                                     prohibited: prohibitedInterfaceTypes, nameServerReachable: nameServerReachable)
