@@ -54,7 +54,8 @@ public final class NetlinkConnection: @unchecked Sendable {
     /// dumps after the main one share the local table's hash bucket: ids 255 modulo 256 (511,
     /// 767, 1023, ...). Those that a policy rule looks up are then read by name; the default
     /// routes of such a table that no rule names (unused by routing, or a VRF's own table) are
-    /// not read here. Ask for one by its table in a ``RouteFilter`` to read it.
+    /// not read here. Ask for one by its table in a ``RouteFilter`` to read it. Expired routes,
+    /// which the kernel lists until it collects them but no longer routes by, are left out.
     public func defaultRoutes() throws(NetlinkError) -> [Route] {
         try routes(.defaultRoutes)
     }

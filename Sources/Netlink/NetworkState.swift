@@ -13,7 +13,11 @@ public struct NetworkState: Sendable, Hashable {
     /// The default routes (zero-length destination) of every table and family, by their identity.
     /// A subscription reads them at its start as ``NetlinkConnection/defaultRoutes()`` does (an
     /// IPv4 table whose id is 255 modulo 256 and that no policy rule names is not read then) and
-    /// follows every change the kernel announces afterwards, in every table.
+    /// follows every change the kernel announces afterwards, in every table. A route that has
+    /// expired (an IPv6 route of a router advertisement whose lifetime ran out), which the
+    /// kernel's lookups pass over at once but deletes with a message only at its next garbage
+    /// collection, up to 30 s later, is not kept: a subscription reads the routes again at the
+    /// soonest expiry (a timer only while such a route exists) and reports it removed.
     public var defaultRoutes: [Route.Key: Route]
     /// The policy-routing rules (`ip rule`) of each family whose rules were read, in the
     /// kernel's order (by priority). A family without an entry (in a state built by hand, or

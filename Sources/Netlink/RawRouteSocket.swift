@@ -29,6 +29,22 @@ func repeatingInterruptedDumps(restart: () -> Void, _ dump: () throws(NetlinkErr
 /// is the exclusive access that run-time checks would verify on each lookup, so its stored
 /// variables are not checked (`@exclusivity(unchecked)`).
 final class RawRouteSocket {
+    /// The soonest expiry of a default route the dumps read since ``takeSoonestExpiry()``
+    /// (see ``Route/remainingLifetime(message:)``).
+    private var soonestExpiry: ContinuousClock.Instant?
+
+    private func noteExpiry(after lifetime: Duration) {
+        let expiry = ContinuousClock.now + lifetime
+        if soonestExpiry.map({ expiry < $0 }) ?? true { soonestExpiry = expiry }
+    }
+
+    /// The soonest expiry of a default route read by a dump since the last call, if any
+    /// expires; the next call starts afresh.
+    func takeSoonestExpiry() -> ContinuousClock.Instant? {
+        defer { soonestExpiry = nil }
+        return soonestExpiry
+    }
+
     /// The namespace the sockets live in; a socket whose dump was abandoned is replaced by a
     /// new one opened there.
     private let namespace: NetworkNamespace
@@ -251,7 +267,14 @@ final class RawRouteSocket {
             guard Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return true }
             switch classify(header, family: family, stopTable: stopTable) {
             case .defaultRoute:
-                if let route = Route(message: header), filter.admits(route) { body(route) }
+                if let route = Route(message: header), filter.admits(route) {
+                    if let lifetime = Route.remainingLifetime(message: header) {
+                        // Expired: the kernel's lookups pass it over; its deletion comes later.
+                        guard lifetime > .zero else { return true }
+                        noteExpiry(after: lifetime)
+                    }
+                    body(route)
+                }
                 return true
             case .other:
                 return true

@@ -160,6 +160,10 @@ final class RequestSocket {
         }
     }
 
+    /// The soonest expiry of a default route that a dump read since the last call, if any
+    /// expires (see ``RawRouteSocket/takeSoonestExpiry()``).
+    func takeSoonestExpiry() -> ContinuousClock.Instant? { raw.takeSoonestExpiry() }
+
     /// The kernel's route for each destination, asked in batches (see ``RawRouteSocket``).
     ///
     /// A FIB entry (`fibMatch`) that names a next-hop object without its next hops is given

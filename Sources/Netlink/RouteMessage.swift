@@ -18,6 +18,24 @@ extension Route {
         self.init(payload: payload)
     }
 
+    /// How long the route has left, from the message's `RTA_CACHEINFO` (`rta_expires`, in the
+    /// kernel's clock ticks of a hundredth of a second): nil for a route that does not expire;
+    /// zero or less for one that has expired, which the kernel's lookups pass over
+    /// (`fib6_check_expired`) until its garbage collection deletes it, up to
+    /// `net.ipv6.route.gc_interval` (30 s) later, with a message only then. IPv6 routes learned
+    /// from router advertisements expire with the router's lifetime.
+    static func remainingLifetime(message header: UnsafePointer<nlmsghdr>) -> Duration? {
+        guard let payload = netlinkPayload(of: header, atLeast: MemoryLayout<rtmsg>.size) else { return nil }
+        var attributes = RouteAttributes(payload, from: MemoryLayout<rtmsg>.size)
+        while let (type, value) = attributes.next() {
+            // struct rta_cacheinfo: clntref, lastuse, then the signed expires.
+            guard Int32(type) == Int32(RTA_CACHEINFO.rawValue), value.count >= 12 else { continue }
+            let ticks = value.loadUnaligned(fromByteOffset: 8, as: Int32.self)
+            return ticks == 0 ? nil : .milliseconds(Int64(ticks) * 10)
+        }
+        return nil
+    }
+
     /// Parses the payload of a route message: an `rtmsg` followed by its attributes.
     init?(payload: UnsafeRawBufferPointer) {
         guard payload.count >= MemoryLayout<rtmsg>.size else { return nil }

@@ -43,6 +43,14 @@ final class SubscriptionEngine: @unchecked Sendable {
     @exclusivity(unchecked) private var requests: RequestSocket?
     @exclusivity(unchecked) private var epollDescriptor: Int32 = -1
     @exclusivity(unchecked) private var inotifyDescriptor: Int32 = -1
+    /// A timer (timerfd) set for the soonest expiry of a kept default route: the kernel's
+    /// lookups pass an expired route over without a message (see `expiryTimerFired`).
+    @exclusivity(unchecked) private var expiryTimerDescriptor: Int32 = -1
+    /// When the timer is set to fire, if it is.
+    @exclusivity(unchecked) private var armedExpiry: ContinuousClock.Instant?
+    /// The soonest expiry of a default route that a notification brought since the timer was
+    /// last set.
+    @exclusivity(unchecked) private var notedExpiry: ContinuousClock.Instant?
     @exclusivity(unchecked) private var namespaceIdentity: NetworkNamespace.Identity?
     @exclusivity(unchecked) private var state = NetworkState()
     @exclusivity(unchecked) private var batch: [NetlinkEvent] = []
@@ -219,7 +227,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard epollDescriptor >= 0 else {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_create1")
         }
-        for fd in [wakeDescriptor, nl_cache_mngr_get_fd(manager), inotifyDescriptor] where fd >= 0 {
+        expiryTimerDescriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        for fd in [wakeDescriptor, nl_cache_mngr_get_fd(manager), inotifyDescriptor, expiryTimerDescriptor] where fd >= 0 {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
             event.data.fd = fd
@@ -293,6 +302,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func loop() {
         var events = [epoll_event](repeating: epoll_event(), count: 8)
         let netlinkDescriptor = nl_cache_mngr_get_fd(manager)
+        armExpiryTimer()   // for the routes the initial dump read
         while !stopRequested.load(ordering: .acquiring) {
             let count = epoll_wait(epollDescriptor, &events, Int32(events.count), -1)
             if count < 0 {
@@ -312,6 +322,8 @@ final class SubscriptionEngine: @unchecked Sendable {
                 } else if fd == inotifyDescriptor, namespaceWasDeleted() {
                     ending = NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
                     return
+                } else if fd == expiryTimerDescriptor {
+                    expiryTimerFired()
                 }
             }
             // Observers get what the kernel said first; the routes the kernel changed silently
@@ -325,7 +337,38 @@ final class SubscriptionEngine: @unchecked Sendable {
                 publisher.publishSettled()
             }
             unsettledPublished = false
+            armExpiryTimer()
         }
+    }
+
+    // MARK: Expiring routes
+
+    /// Sets the expiry timer for the soonest expiry that the dumps and notifications since the
+    /// last call saw, when it is sooner than the one the timer is set for. A timer is set only
+    /// while a kept default route expires (an IPv6 route from a router advertisement): none in
+    /// a namespace without such routes, which stays without wake-ups while nothing changes.
+    private func armExpiryTimer() {
+        var soonest = requests?.takeSoonestExpiry()
+        if let noted = notedExpiry { soonest = min(soonest ?? noted, noted) }
+        notedExpiry = nil
+        guard expiryTimerDescriptor >= 0, let soonest, armedExpiry.map({ soonest < $0 }) ?? true else { return }
+        armedExpiry = soonest
+        // A little after the expiry: the kernel's check is `time_after(jiffies, expires)`.
+        let (seconds, attoseconds) = (max(soonest - .now, .zero) + .milliseconds(20)).components
+        var setting = itimerspec()
+        setting.it_value = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        timerfd_settime(expiryTimerDescriptor, 0, &setting, nil)
+    }
+
+    /// A kept default route may have expired: the tables of the kept IPv6 default routes (the
+    /// routes that expire) are read again, and a route read as expired is not kept (see
+    /// ``Route/remainingLifetime(message:)``). A route whose router advertised it again since
+    /// has a new lifetime, which sets the timer again.
+    private func expiryTimerFired() {
+        var count: UInt64 = 0
+        _ = read(expiryTimerDescriptor, &count, 8)
+        armedExpiry = nil
+        for route in state.defaultRoutes.values where route.family == .ipv6 { reconcileTable(of: route) }
     }
 
     /// Reads every datagram waiting on the notification socket and handles its messages.
@@ -440,6 +483,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         requests = nil
         if epollDescriptor >= 0 { close(epollDescriptor) }
         if inotifyDescriptor >= 0 { close(inotifyDescriptor) }
+        if expiryTimerDescriptor >= 0 { close(expiryTimerDescriptor) }
+        expiryTimerDescriptor = -1
         epollDescriptor = -1
         inotifyDescriptor = -1
     }
@@ -608,6 +653,16 @@ final class SubscriptionEngine: @unchecked Sendable {
             return
         }
         if route.isDefault {
+            var deleted = deleted
+            if let lifetime = Route.remainingLifetime(message: header) {
+                if lifetime > .zero {
+                    let expiry = ContinuousClock.now + lifetime
+                    notedExpiry = min(notedExpiry ?? expiry, expiry)
+                } else {
+                    // Told of already expired: the kernel's lookups pass it over.
+                    deleted = true
+                }
+            }
             defaultRouteMessage(route, deleted: deleted, flags: Int32(header.pointee.nlmsg_flags))
         } else if deleted {
             batch.append(.route(.removed(route)))

@@ -20,6 +20,7 @@
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/vfs.h>
 #include <net/if.h>
 #include <linux/if_arp.h>
