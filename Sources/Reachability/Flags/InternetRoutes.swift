@@ -12,7 +12,8 @@ extension ReachabilityEvaluator {
 
     /// The default routes that can carry this host's traffic to the internet, in the order the
     /// kernel would try them: by policy rule, then lowest metric first (IPv4 before IPv6 on a
-    /// tie).
+    /// tie; routes of one table and family with the same metric, which only `ip route append`
+    /// and `prepend` make, by their links' indexes, not in the kernel's order of insertion).
     ///
     /// In each family, the rules (`NetworkState.policyRules`) are walked by priority, as the
     /// kernel walks them for a packet that a socket of `userID`, bound to no link, sends

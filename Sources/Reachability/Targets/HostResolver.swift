@@ -17,7 +17,10 @@ public protocol HostResolver: Sendable {
 ///
 /// For a named namespace with a hosts file of its own, `/etc/netns/NAME/hosts` (the file
 /// `ip netns exec` would bind-mount over `/etc/hosts`), a name found there is answered from it
-/// without `getaddrinfo`.
+/// without `getaddrinfo`. Other names go to the name servers of the process's own
+/// `/etc/resolv.conf`, through the namespace's links: glibc does not read the namespace's
+/// `/etc/netns/NAME/resolv.conf`, which only a mount namespace (`ip netns exec`) puts in
+/// place. Inject a resolver of your own for a namespace with name servers of its own.
 public struct SystemHostResolver: HostResolver {
     /// The namespace the lookup runs in.
     public var namespace: NetworkNamespace
