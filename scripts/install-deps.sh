@@ -9,7 +9,13 @@ for package in libnl-3-dev libnl-route-3-dev pkg-config iproute2; do
 done
 [ -z "$missing" ] && exit 0
 sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
+if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "missing:$missing; run as root (there is no sudo here): apt-get install$missing" >&2
+        exit 1
+    fi
+    sudo="sudo"
+fi
 echo "installing:$missing" >&2
 $sudo apt-get update -qq >&2
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >&2

@@ -127,8 +127,6 @@ public final class NetlinkConnection: @unchecked Sendable {
         return try withSocket { () throws(NetlinkError) in try socket.lookupRoutes(to: destinations, fibMatch: true) }
     }
 
-    /// A summary of the policy rules of `family`: a fingerprint that changes with any rule,
-    /// and whether a rule has `suppress_ifgroup`.
     /// Runs `body` with the socket to itself; throws ``NetlinkError/busy`` on the thread that is
     /// inside a ``forEachRoute(_:restart:_:)`` of this connection.
     private func withSocket<T>(_ body: () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
@@ -138,6 +136,8 @@ public final class NetlinkConnection: @unchecked Sendable {
         return try lock.withLock(body)
     }
 
+    /// A summary of the policy rules of `family`: a fingerprint that changes with any rule,
+    /// and whether a rule has `suppress_ifgroup`.
     package func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
         try withSocket { () throws(NetlinkError) in try socket.policyRules(family: family) }
     }

@@ -43,6 +43,7 @@ struct EventsCommand: ParsableCommand {
             printer.print(events, names: subscription.state)
         }
         EventsCommand.keepAlive.withLock { $0 = observation }
+        Output.exitWhenTheReaderGoes()
         // The main thread sleeps in a futex until the subscription ends.
         done.wait()
         Output.error(ended.withLock { $0 }?.description ?? "the subscription ended")

@@ -58,13 +58,14 @@ struct LinksCommand: ParsableCommand {
 struct SysfsOption: ParsableArguments {
     @Option(name: .customLong("sysfs-root"),
             help: ArgumentHelp("Root of the sysfs tree to read link facts from (default: the namespace's own /sys).", valueName: "DIR"))
-    var sysfsRoot: String = "/sys"
+    var sysfsRoot: String?
 
     func source(namespace: NetworkNamespace) -> SysfsSource {
-        SysfsSource(root: sysfsRoot, namespace: namespace)
+        sysfsRoot.map { SysfsSource(root: $0, namespace: namespace) } ?? .live(namespace)
     }
 
     func validate() throws {
+        guard let sysfsRoot else { return }
         guard !sysfsRoot.isEmpty else { throw ValidationError("--sysfs-root must not be empty") }
         var status = stat()
         guard stat(sysfsRoot, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 
 /// Writes whole lines to standard output with one `write(2)` each, so that every line reaches a
@@ -13,6 +14,27 @@ enum Output {
     /// the pipe allows: the lines of one batch of events leave together.
     static func lines(_ bytes: UnsafeBufferPointer<UInt8>) {
         writeAll(STDOUT_FILENO, UnsafeRawBufferPointer(bytes))
+    }
+
+    /// Ends the tool with 0 when the reader of standard output goes away, even while nothing is
+    /// printed: a thread sleeps in `poll(2)` on standard output for no event, which reports only
+    /// an error or hang-up (`POLLERR` when a pipe's reader closed it, as `head -1` does).
+    /// Without it a long-running command in a quiet namespace would learn of the closed pipe
+    /// only at its next line. A terminal or file never reports one; the thread then sleeps for
+    /// good and never wakes the process.
+    static func exitWhenTheReaderGoes() {
+        let watcher = DispatchQueue(label: "reach.stdout-watch")
+        watcher.async {
+            var descriptor = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
+            while true {
+                let ready = poll(&descriptor, 1, -1)
+                if ready < 0, errno == EINTR { continue }
+                if ready > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 { exit(0) }
+                // POLLNVAL (standard output was closed: it is /dev/null since start-up) or an
+                // error of poll itself: there is no reader to watch.
+                return
+            }
+        }
     }
 
     /// One line on standard error, prefixed with the tool's name. Control characters and line

@@ -69,6 +69,7 @@ struct WatchCommand: ParsableCommand {
             }
         Self.keepAlive.withLock { $0 = (subscription, monitors) }
         for monitor in monitors { monitor.startListening() }
+        Output.exitWhenTheReaderGoes()
         // Runs until interrupted or until the namespace goes away; the monitors print from
         // their queue. The main thread sleeps in a futex with no timeout: nothing in the
         // process wakes while nothing changes.

@@ -53,6 +53,34 @@ struct OutputEdgeTests {
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
     }
 
+    /// `reach watch | head -1` and `reach events | head -1` in a namespace where nothing changes
+    /// after the first line: the reader's going ends the tool (status 0) without a next line.
+    @Test func aReaderThatGoesEndsWatchAndEventsInAQuietNamespace() throws {
+        let ns = try loopbackNamespace("edgequiet")
+        defer { ns.delete() }
+        for arguments in [["watch", "127.0.0.1"], ["events"]] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: reachBinary)
+            process.arguments = arguments + ["--netns", ns.name]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            defer { if process.isRunning { process.terminate() } }
+            var first = Data()
+            while !first.contains(UInt8(ascii: "\n")) {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                first.append(chunk)
+            }
+            #expect(!first.isEmpty)
+            try out.fileHandleForReading.close()
+            #expect(eventually { !process.isRunning }, "\(arguments[0]) outlived its reader")
+            process.waitUntilExit()
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(arguments[0])")
+        }
+    }
+
     /// A standard output that cannot take the answer (a full device, a closed descriptor) is an
     /// error: status 2 and one line on standard error, never the answer written elsewhere.
     @Test func anOutputThatCannotBeWrittenIsOneLineAndStatusTwo() throws {

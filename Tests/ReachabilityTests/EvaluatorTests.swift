@@ -130,6 +130,13 @@ struct EvaluatorTests {
         #expect(!NetworkPath.evaluate(state, classifications: types).supportsIPv4)
     }
 
+    @Test func theSystemsSysfsIsLiveHoweverItIsWritten() {
+        for root in ["/sys", "/sys/", "//sys", "/sys/."] {
+            #expect(SysfsSource(root: root, namespace: .current) == .live(.current), "\(root)")
+        }
+        #expect(SysfsSource(root: "/tmp", namespace: .current) == .tree(root: "/tmp"))
+    }
+
     @Test func aDefaultRouteForOneTypeOfServiceIsNotTheInternet() {
         let links: [Int32: Link] = [2: link(2, "eth0")]
         let types: [Int32: LinkClassification] = [2: classification(.wiredEthernet, kind: .ethernet)]

@@ -1,3 +1,4 @@
+import Glibc
 import Netlink
 
 /// Where a ``LinkClassificationCache`` reads sysfs facts.
@@ -11,9 +12,16 @@ public enum SysfsSource: Sendable, Hashable {
     /// as it is, whatever the namespace.
     case tree(root: String)
 
-    /// `.tree(root:)` for any root but `/sys`, else `.live(namespace)`.
+    /// `.live(namespace)` for the system's `/sys` (however written: `/sys/`, `//sys`, a link to
+    /// it), else `.tree(root:)`: the live sysfs shows the links of the namespace that mounted
+    /// it, so another namespace's must be mounted for it.
     public init(root: String, namespace: NetworkNamespace) {
-        self = root == "/sys" ? .live(namespace) : .tree(root: root)
+        var canonical = root
+        if let resolved = realpath(root, nil) {
+            canonical = String(cString: resolved)
+            free(resolved)
+        }
+        self = canonical == "/sys" ? .live(namespace) : .tree(root: root)
     }
 }
 

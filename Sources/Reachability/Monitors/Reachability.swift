@@ -19,7 +19,8 @@ public protocol ReachabilityDelegate: AnyObject, Sendable {
 /// Callbacks run on ``callbackQueue``; after ``stopListening()`` (or deinit) returns, none
 /// runs, unless it is called from inside a callback. Releasing the object stops it.
 public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswerRecipient {
-    /// Posted on the callback queue after every change, always, whatever else is set.
+    /// Posted on the callback queue after every change while ``postsNotifications`` is `true`
+    /// (the default), whatever else is set (a delegate, ``onChange``).
     /// `object` is the ``Reachability``; `userInfo` has ``statusUserInfoKey``,
     /// ``previousStatusUserInfoKey`` (absent for the first answer), ``answerUserInfoKey`` and
     /// ``targetUserInfoKey``.
@@ -179,7 +180,10 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// not resolved yet is answered optimistically from the default routes (as Apple's
     /// unscheduled queries are).
     public var answer: ReachabilityAnswer {
+        let (token, target) = state.withLock { ($0.token, $0.target) }
         guard let engine = engineProvider() else { return .notReachable(.lookupFailed(.failure)) }
+        // While listening, the engine's entry for the target is at hand: no hash of the target.
+        if let token, let kept = engine.keptAnswer(of: token) { return kept }
         return engine.currentAnswer(for: target)
     }
 
