@@ -206,6 +206,19 @@ struct MonitorTests {
         monitor.stopListening()
     }
 
+    @Test func olasInstalledCallbackGetsItsStatus() throws {
+        let ns = try wiredNamespace("monola")
+        defer { ns.delete() }
+        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let statuses = Locked<[OlaStatus]>([])
+        #expect(monitor.install { status in statuses.withLock { $0.append(status) } })
+        #expect(eventually { statuses.withLock { $0 } == [.reachable] })
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { statuses.withLock { $0.last } == .unknown })
+        #expect(OlaStatus.allCases.map(\.rawValue) == [0, 1, 2])
+        monitor.stopListening()
+    }
+
     @Test func queriesAreCurrentWhileAnAnswerWaitsAndAfterAStop() throws {
         let ns = try wiredNamespace("mon5q")
         defer { ns.delete() }

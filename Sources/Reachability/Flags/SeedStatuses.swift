@@ -74,7 +74,7 @@ public enum FXReachabilityStatus: Int, Sendable, Hashable, CaseIterable {
 }
 
 /// Ola's `OlaStatus`.
-public enum OlaStatus: Sendable, Hashable, CaseIterable {
+public enum OlaStatus: Int, Sendable, Hashable, CaseIterable {
     /// Not known to be reachable.
     case unknown
     /// Reachable (not over cellular).

@@ -146,7 +146,9 @@ public struct NetworkPathSource: Sendable {
         }
     }
 
-    /// A source that a test drives: yield paths into the continuation.
+    /// A source that a test drives: yield paths into the continuation. Its paths form one
+    /// sequence, which one ``events(from:)`` (one call of ``paths``) consumes; make a source
+    /// per consumer.
     public static func forTests() -> (NetworkPathSource, AsyncStream<NetworkPath>.Continuation) {
         let (stream, continuation) = AsyncStream<NetworkPath>.makeStream()
         return (NetworkPathSource { stream }, continuation)

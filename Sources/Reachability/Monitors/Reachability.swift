@@ -235,11 +235,19 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         }
     }
 
-    /// Ola's installable callback: sets ``onChange`` to call `callback` with Ola's status, and
-    /// starts listening.
+    /// Ola's installable callback: sets ``onChange`` to call `callback` with Ola's status (in
+    /// place of any closure set before), and starts listening.
     public func listen(_ callback: @escaping @Sendable (OlaStatus) -> Void) {
+        install(callback: callback)
+    }
+
+    /// Ola's `install(callback:)`: ``listen(_:)``, and whether the monitor now listens (false
+    /// when its namespace cannot be watched).
+    @discardableResult
+    public func install(callback: @escaping @Sendable (OlaStatus) -> Void) -> Bool {
         onChange = { _, answer in callback(OlaStatus(flags: answer.flags)) }
         startListening()
+        return isListening
     }
 
     /// Whether each change is also posted as ``statusDidChangeNotification`` (default `true`,
@@ -264,7 +272,8 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// Whether the monitor is listening.
     public var isListening: Bool { state.withLock { $0.token != nil } }
 
-    /// Starts listening: the current answer is delivered first, then every change. Starting
+    /// Starts listening: the current answer is delivered first (for a host name never resolved
+    /// yet, once it is: the optimistic guess of ``answer`` is not told), then every change. Starting
     /// twice is harmless; starting again after ``stopListening()`` delivers the current answer
     /// first again, even if it is the one delivered before the stop.
     public func startListening() {
@@ -312,7 +321,8 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         gate.close()
     }
 
-    /// Every answer as an asynchronous sequence: the current one first, then each change.
+    /// Every answer as an asynchronous sequence: the current one first (for a host name never
+    /// resolved yet, the resolved one), then each change.
     ///
     /// The sequence holds its own watch of the target, apart from ``startListening()`` and
     /// ``stopListening()`` and from the monitor's lifetime (`for await answer in

@@ -26,11 +26,13 @@ public struct NetworkInterface: Sendable, Hashable, CustomStringConvertible {
 public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// NWPath.Status.
     public enum Status: Sendable, Hashable, CustomStringConvertible {
-        /// A default route goes through a usable, allowed link.
+        /// In one family at least, the default route the kernel sends through (the first one
+        /// through an allowed link) goes through a usable link.
         case satisfied
-        /// No allowed link carries a usable default route.
+        /// In no family does that route go through a usable link: there is none, or its link
+        /// is down, has lost its carrier (the kernel still sends through it), or is refused.
         case unsatisfied
-        /// An allowed link carries a default route but waits for a connection (dormant).
+        /// Not satisfied, and in one family that route's link waits for a connection (dormant).
         case requiresConnection
 
         /// `satisfied`, `unsatisfied`, `requiresConnection`.
@@ -59,7 +61,9 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     public var status: Status
     /// Why not; `.notAvailable` when satisfied or when nothing is more specific.
     public var unsatisfiedReason: UnsatisfiedReason
-    /// The links with a usable default route, in order of preference (route metric, IPv4 first).
+    /// The links with a usable default route, in order of preference (route metric, IPv4 first):
+    /// the links of each family's first route, then those of its later routes, the fallbacks.
+    /// A family whose first route is not usable lists none: the kernel does not fall back.
     public var availableInterfaces: [NetworkInterface]
     /// The gateways of the usable default routes, in order of preference.
     public var gateways: [IPAddress]
