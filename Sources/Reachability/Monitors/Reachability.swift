@@ -42,7 +42,14 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     private struct State {
         var target: ReachabilityTarget
         var token: ReachabilityEngine.Token?
+        /// The last answer delivered (or being delivered) to the callbacks.
         var answer: ReachabilityAnswer?
+        /// The engine's newest answer for the target while listening, stored as the round that
+        /// judged it hands it over, before any callback queue or coalescing window: what
+        /// ``Reachability/answer`` returns, with one lock.
+        var latest: ReachabilityAnswer?
+        /// The listening generation that `latest` may come from.
+        var generation = 0
         weak var delegate: (any ReachabilityDelegate)?
         var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
         var allowsCellularConnection = true
@@ -180,10 +187,8 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// not resolved yet is answered optimistically from the default routes (as Apple's
     /// unscheduled queries are).
     public var answer: ReachabilityAnswer {
-        let (token, target) = state.withLock { ($0.token, $0.target) }
+        if let latest = state.withLock({ $0.token != nil ? $0.latest : nil }) { return latest }
         guard let engine = engineProvider() else { return .notReachable(.lookupFailed(.failure)) }
-        // While listening, the engine's entry for the target is at hand: no hash of the target.
-        if let token, let kept = engine.keptAnswer(of: token) { return kept }
         return engine.currentAnswer(for: target)
     }
 
@@ -290,8 +295,10 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
             // A new start tells the current answer first: the kept one and an answer waiting
             // in a coalescing window belong to the listening that ended.
             state.answer = nil
+            state.latest = nil
             state.pendingAnswer = nil
-            return (state.target, gate.open())
+            state.generation = gate.open()
+            return (state.target, state.generation)
         }
         guard let (target, generation) = started else { return }
         // A `weak let`, not `[weak self]`: a weak capture is a variable, checked for exclusive
@@ -313,6 +320,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         let token = state.withLock { state -> ReachabilityEngine.Token? in
             defer {
                 state.token = nil
+                state.latest = nil
                 state.pendingAnswer = nil
             }
             return state.token
@@ -351,6 +359,8 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         // would cost one more lock per answer.
         // The first answer is never held back; only changes are coalesced.
         let (interval, first) = state.withLock { state in
+            // The newest answer, for queries, before it waits for its delivery.
+            if generation == state.generation { state.latest = answer }
             // Only whether there is an answer: `state.answer == nil` would copy the answer out.
             if case .none = state.answer { return (state.coalescingInterval, true) }
             return (state.coalescingInterval, false)

@@ -21,21 +21,10 @@ final class ReachabilityEngine: Sendable {
         let target: ReachabilityTarget
         /// Whether the watcher's callbacks run inside the round (see ``watch(_:inline:_:)``).
         let inline: Bool
-        /// The entry the watch belongs to, read only with the engine's state locked (see
-        /// ``keptAnswer(of:)``): the answer of a watched target without a hash of the target.
-        // nonisolated(unsafe): an `Entry` is only read or written with the engine's state locked.
-        fileprivate nonisolated(unsafe) let entry: Entry?
         init(id: UInt64, target: ReachabilityTarget, inline: Bool = false) {
             self.id = id
             self.target = target
             self.inline = inline
-            self.entry = nil
-        }
-        fileprivate init(id: UInt64, target: ReachabilityTarget, inline: Bool, entry: Entry) {
-            self.id = id
-            self.target = target
-            self.inline = inline
-            self.entry = entry
         }
     }
 
@@ -44,7 +33,7 @@ final class ReachabilityEngine: Sendable {
     /// of the dictionary, its watchers with it). Only used with ``state`` locked, which is the
     /// exclusive access that run-time checks would verify, several per entry and round: they
     /// are left out (`@exclusivity(unchecked)`).
-    fileprivate final class Entry {
+    private final class Entry {
         /// Which entry this is, unique in the engine: a target dropped when its last watcher
         /// leaves and watched again gets a new entry, whose resolutions are counted from zero
         /// again, so a result must name the entry that started it (see `resolve(_:)`).
@@ -68,7 +57,7 @@ final class ReachabilityEngine: Sendable {
     }
 
     /// Where a watch is on its way to its first answer.
-    fileprivate enum WatchPhase {
+    private enum WatchPhase {
         /// Registered; its first answer is on its way from ``watch(_:inline:_:)``.
         case registered
         /// Its target is a host name never resolved yet: the first answer waits for the
@@ -85,7 +74,7 @@ final class ReachabilityEngine: Sendable {
     /// tuple inside a dictionary or an array is stored in its most general form, so each
     /// store and each read wraps it in a reabstraction thunk, one allocation each. For 10 000
     /// monitors told of one change that was two allocations per monitor.
-    fileprivate struct Watching {
+    private struct Watching {
         let watcher: Watcher
         var phase: WatchPhase
         var ready: Bool { phase == .ready }
@@ -276,7 +265,7 @@ final class ReachabilityEngine: Sendable {
             if state.entries[target] == nil, target.isHost { state.hostEntries += 1 }
             let entry = state.entries[target] ?? Entry(serial: state.nextID)
             state.nextID += 1
-            let token = Token(id: id, target: target, inline: inline, entry: entry)
+            let token = Token(id: id, target: target, inline: inline)
             entry.watchers[token.id] = Watching(watcher: watcher, phase: .registered)
             state.entries[target] = entry
             state.addressIndex = nil
@@ -342,13 +331,6 @@ final class ReachabilityEngine: Sendable {
                 state.addressIndex = nil
             }
         }
-    }
-
-    /// The answer kept for the target of a watch that is still registered: the engine's
-    /// current one (nil before the first evaluation, or once the watch ended).
-    func keptAnswer(of token: Token) -> ReachabilityAnswer? {
-        guard let entry = token.entry else { return nil }
-        return state.withLock { _ in entry.watchers[token.id] != nil ? entry.answer : nil }
     }
 
     /// The answer for `target` now: the kept one if it is watched, else a fresh evaluation.
