@@ -28,24 +28,30 @@ struct OutputEdgeTests {
 
     /// `reach watch | head -1`: once the reader is gone, the next line ends the tool with
     /// status 0, not with SIGPIPE (141 in a shell with `pipefail`).
-    @Test func aClosedPipeEndsWatchWithStatusZero() throws {
-        let ns = try loopbackNamespace("edgepipe")
-        defer { ns.delete() }
+    /// Starts `reach` with `arguments`, its standard output a pipe, and reads its first line.
+    private func reachAndItsFirstLine(_ arguments: [String]) throws -> (process: Process, output: Pipe, first: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: reachBinary)
-        process.arguments = ["watch", "127.0.0.1", "--json", "--netns", ns.name]
+        process.arguments = arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { if process.isRunning { process.terminate() } }
         var first = Data()
         while !first.contains(UInt8(ascii: "\n")) {
             let chunk = out.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             first.append(chunk)
         }
-        #expect(String(decoding: first, as: UTF8.self).contains("\"reachable\":true"))
+        return (process, out, String(decoding: first, as: UTF8.self))
+    }
+
+    @Test func aClosedPipeEndsWatchWithStatusZero() throws {
+        let ns = try loopbackNamespace("edgepipe")
+        defer { ns.delete() }
+        let (process, out, first) = try reachAndItsFirstLine(["watch", "127.0.0.1", "--json", "--netns", ns.name])
+        defer { if process.isRunning { process.terminate() } }
+        #expect(first.contains("\"reachable\":true"))
         try out.fileHandleForReading.close()
         try ns.ip("link", "set", "lo", "down")  // a change: the next line meets the closed pipe
         #expect(eventually { !process.isRunning })
@@ -59,20 +65,8 @@ struct OutputEdgeTests {
         let ns = try loopbackNamespace("edgequiet")
         defer { ns.delete() }
         for arguments in [["watch", "127.0.0.1"], ["events"]] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: reachBinary)
-            process.arguments = arguments + ["--netns", ns.name]
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let (process, out, first) = try reachAndItsFirstLine(arguments + ["--netns", ns.name])
             defer { if process.isRunning { process.terminate() } }
-            var first = Data()
-            while !first.contains(UInt8(ascii: "\n")) {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                first.append(chunk)
-            }
             #expect(!first.isEmpty)
             try out.fileHandleForReading.close()
             #expect(eventually { !process.isRunning }, "\(arguments[0]) outlived its reader")

@@ -27,14 +27,20 @@ struct InternetCarrierTests {
         try ns.ipJSON("route", "get", "198.51.100.7").first?["dev"] as? String
     }
 
-    @Test func withoutTheSettingTheKernelKeepsSendingThroughTheLinkAndTheInternetIsNotReachable() async throws {
-        let ns = try twoUplinks("carrier0", ignoreRoutesWithLinkDown: false)
-        defer { ns.delete() }
+    /// A monitor of the internet in `ns`, listening, once it has said "reachable through va".
+    private func listeningToTheInternet(in ns: TestNamespace) throws -> (Reachability, Deliveries) {
         let monitor = try Reachability(target: .internet, namespace: .named(ns.name))
         let deliveries = Deliveries()
         monitor.onChange = { _, answer in deliveries.append(answer) }
         monitor.startListening()
         #expect(eventually { deliveries.last?.interface?.name == "va" && deliveries.last?.isReachable == true })
+        return (monitor, deliveries)
+    }
+
+    @Test func withoutTheSettingTheKernelKeepsSendingThroughTheLinkAndTheInternetIsNotReachable() async throws {
+        let ns = try twoUplinks("carrier0", ignoreRoutesWithLinkDown: false)
+        defer { ns.delete() }
+        let (monitor, deliveries) = try listeningToTheInternet(in: ns)
         try ns.ip("link", "set", "vb", "down")
         #expect(eventually { deliveries.last?.reason == .noCarrier })
         #expect(deliveries.last?.interface?.name == "va")
@@ -49,11 +55,7 @@ struct InternetCarrierTests {
     @Test func withTheSettingTheFallbackTakesOverWithNoPassingNotReachable() throws {
         let ns = try twoUplinks("carrier1", ignoreRoutesWithLinkDown: true)
         defer { ns.delete() }
-        let monitor = try Reachability(target: .internet, namespace: .named(ns.name))
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
-        #expect(eventually { deliveries.last?.interface?.name == "va" && deliveries.last?.isReachable == true })
+        let (monitor, deliveries) = try listeningToTheInternet(in: ns)
         for _ in 0..<5 {
             try ns.ip("link", "set", "vb", "down")
             #expect(eventually { deliveries.last?.interface?.name == "vx" })
