@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds the symbol graphs and converts both DocC catalogs; fails on any DocC warning
-# (broken symbol links, undocumented parameters). Not part of CI's test run.
+# (broken symbol links, undocumented parameters) and on a Swift example of README.md that does
+# not compile. Not part of CI's test run.
 set -eu
 cd "$(dirname "$0")/.."
 graphs=$(mktemp -d)
@@ -18,4 +19,21 @@ for module in Netlink Reachability; do
     fi
 done
 [ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink and Reachability"
+
+# README.md's Swift examples, each on its own with only its own imports, type-checked against the
+# modules just built (the article snippets are compiled by DocumentationSnippetTests).
+snippets=$(mktemp -d)
+trap 'rm -rf "$graphs" "$output" "$snippets"' EXIT
+awk -v dir="$snippets" '/^```swift$/ { n++; inside = 1; next } /^```$/ { inside = 0; next }
+    inside { print > (dir "/readme" n ".swift") }' README.md
+for snippet in "$snippets"/*.swift; do
+    [ -e "$snippet" ] || continue
+    if ! swiftc -typecheck -swift-version 6 -I .build/debug/Modules \
+        -Xcc -fmodule-map-file=modulemaps/CNetlink/module.modulemap \
+        $(pkg-config --cflags-only-I libnl-3.0 libnl-route-3.0 | sed 's/-I/-Xcc -I/g') "$snippet"; then
+        echo "README.md: the Swift example $(basename "$snippet" .swift | sed 's/readme//') does not compile"
+        status=1
+    fi
+done
+[ "$status" -eq 0 ] && echo "README.md: every Swift example compiles"
 exit "$status"
