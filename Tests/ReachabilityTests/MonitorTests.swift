@@ -464,6 +464,32 @@ struct MonitorDeliveryTests {
         monitor.cancel()
     }
 
+    @Test func aNewNameServerIsJudgedWithoutAKernelChange() throws {
+        let ns = try wiredNamespace("mon9c")
+        defer { ns.delete() }
+        // No IPv6: its addresses' late changes (duplicate address detection) would start rounds
+        // of their own, and this test is about a change that comes without any.
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.batch(["route add default via 10.1.0.2", "route add unreachable 203.0.113.0/24"])
+        let directory = "/etc/netns/\(ns.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "nameserver 10.1.0.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        let paths = Locked<[NetworkPath]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        monitor.start(queue: DispatchQueue(label: "test.dns"))
+        defer { monitor.cancel() }
+        #expect(eventually { paths.withLock { $0.last?.supportsDNS } == true })
+        // The resolver's file alone changes (a DHCP client's rewrite, by a rename): no kernel
+        // message, and the path is told that its name server is not reachable.
+        try "nameserver 203.0.113.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        #expect(eventually { paths.withLock { $0.last?.supportsDNS } == false })
+        #expect(paths.withLock { $0.last?.status } == .satisfied)
+        try "nameserver 10.1.0.54\n".write(toFile: directory + "/resolv.conf", atomically: false, encoding: .utf8)
+        #expect(eventually { paths.withLock { $0.last?.supportsDNS } == true })
+    }
+
     @Test func aPathSupportsDNSOnlyThroughLinksItMayUseOrALocalResolver() throws {
         let ns = try wiredNamespace("mon9b")
         defer { ns.delete() }

@@ -139,6 +139,9 @@ final class ReachabilityEngine: Sendable {
         var queriedHosts: Set<String> = []
         /// Called after every evaluation round with its snapshot (path monitors).
         var roundObservers: [UInt64: RoundObserver] = [:]
+        /// Watches the namespace's `resolv.conf` once a path monitor observes the rounds: a new
+        /// name server changes a path's DNS support without a kernel message.
+        var resolverConfigurationWatch: ResolverConfigurationWatch?
         /// The addresses the watched targets are judged by; nil when it must be built again
         /// (a watch started or ended, a host name resolved).
         var addressIndex: WatchedAddressIndex?
@@ -302,15 +305,32 @@ final class ReachabilityEngine: Sendable {
     /// on, without a subscription or a classification pass of its own.
     /// - Returns: The id to pass to ``stopObservingRounds(_:)``.
     func observeRounds(_ observer: @escaping RoundObserver) -> UInt64 {
-        let id = state.withLock { state -> UInt64 in
+        let (id, watchResolver) = state.withLock { state -> (UInt64, Bool) in
             defer { state.nextID += 1 }
             state.roundObservers[state.nextID] = observer
-            return state.nextID
+            return (state.nextID, state.resolverConfigurationWatch == nil)
+        }
+        if watchResolver {
+            weak let engine = self
+            let watch = ResolverConfigurationWatch(namespace: namespace, queue: queue) { engine?.resolverConfigurationChanged() }
+            state.withLock { state in
+                if state.resolverConfigurationWatch == nil { state.resolverConfigurationWatch = watch }
+            }
         }
         queue.async { [self] in
             if state.withLock({ $0.roundObservers[id] != nil }) { observer(snapshot()) }
         }
         return id
+    }
+
+    /// The resolver configuration may have changed: one round, so that the path monitors judge
+    /// their name servers again (the targets' answers do not depend on them).
+    private func resolverConfigurationChanged() {
+        let schedule = state.withLock { state -> Bool in
+            defer { state.evaluationScheduled = true }
+            return !state.evaluationScheduled && !state.roundRunning
+        }
+        if schedule { queue.async { [self] in evaluateAll() } }
     }
 
     /// Stops calling a round observer.

@@ -72,7 +72,10 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// Whether a usable IPv6 default route exists.
     public var supportsIPv6: Bool
     /// Whether a name server is configured and the kernel routes it through a usable link that
-    /// the path may use (or it is an address of this host: a local stub resolver).
+    /// the path may use (or it is an address of this host: a local stub resolver). A
+    /// ``NetworkPathMonitor`` judges it again when `resolv.conf` is rewritten (inotify on its
+    /// directories: `/etc`, `/etc/netns/NAME` if it exists when the monitor starts, and the
+    /// directory `/etc/resolv.conf` links to).
     public var supportsDNS: Bool
 
     /// A path as given.
