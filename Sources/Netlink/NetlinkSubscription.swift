@@ -81,6 +81,15 @@ public final class NetlinkSubscription: Sendable {
     /// The current links, addresses and default routes.
     public var state: NetworkState { publisher.state }
 
+    /// ``state`` and whether it is settled, read together: `false` between a batch after which
+    /// the subscription re-reads what the kernel changed without a message and the batch that
+    /// ends that re-read (see
+    /// ``observeSettledBatchesOnSubscriptionThread(onTermination:_:)``).
+    public var settledState: (state: NetworkState, isSettled: Bool) { publisher.settledState }
+
+    /// Whether ``state`` is settled now (see ``settledState``).
+    public var isSettled: Bool { publisher.isSettled }
+
     /// How many times the subscription has re-read the kernel's state after lost notifications.
     public var resynchronizationCount: Int { publisher.resynchronizationCount }
 
@@ -162,7 +171,8 @@ public final class NetlinkSubscription: Sendable {
     /// judges the moment in between, when a link's carrier is gone but its routes are not yet
     /// marked; one that reacts to what the kernel said goes on at once. The other rules of
     /// ``observeOnSubscriptionThread(onTermination:_:)`` apply; the first call carries
-    /// ``NetlinkEvent/snapshot(_:)`` alone, settled.
+    /// ``NetlinkEvent/snapshot(_:)`` alone, settled unless the observer was attached while a
+    /// re-read runs (the settled call that ends it follows).
     ///
     /// - Parameters:
     ///   - onTermination: Called once if the subscription ends (the namespace was deleted).

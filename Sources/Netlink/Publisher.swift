@@ -10,6 +10,9 @@ final class Publisher: Sendable {
         var sinks: [ObjectIdentifier: any EventSink] = [:]
         var termination: NetlinkError?
         var resynchronizations = 0
+        /// Whether `state` is settled: false from an unsettled batch until the batch (or the
+        /// empty settled batch) that ends its re-read.
+        var isSettled = true
         /// Wakes the subscription's thread (so that it delivers to a new observer of its own).
         var wake: (@Sendable () -> Void)?
     }
@@ -17,6 +20,10 @@ final class Publisher: Sendable {
     private let shared = Locked(Shared())
 
     var state: NetworkState { shared.withLock { $0.state } }
+    /// The state and whether it is settled, read together.
+    var settledState: (state: NetworkState, isSettled: Bool) { shared.withLock { ($0.state, $0.isSettled) } }
+    /// Whether the state is settled (see ``publish(state:events:settled:)``).
+    var isSettled: Bool { shared.withLock { $0.isSettled } }
     var termination: NetlinkError? { shared.withLock { $0.termination } }
     var resynchronizationCount: Int { shared.withLock { $0.resynchronizations } }
 
@@ -44,6 +51,7 @@ final class Publisher: Sendable {
     func publish(state: NetworkState, events: [NetlinkEvent], settled: Bool = true) {
         let sinks = shared.withLock { shared -> [any EventSink] in
             shared.state.catchUp(with: state, through: events)
+            shared.isSettled = settled
             return Array(shared.sinks.values)
         }
         for sink in sinks { sink.enqueue(events, settled: settled) }
@@ -53,7 +61,10 @@ final class Publisher: Sendable {
     /// Tells the observers that asked for it that a re-read ended without a change: an empty
     /// settled batch. The others are not woken for nothing.
     func publishSettled() {
-        let sinks = shared.withLock { shared in shared.sinks.values.filter(\.wantsSettledMarkers) }
+        let sinks = shared.withLock { shared in
+            shared.isSettled = true
+            return shared.sinks.values.filter(\.wantsSettledMarkers)
+        }
         for sink in sinks { sink.enqueue([], settled: true) }
         deliverOnSubscriptionThread(to: sinks)
     }
@@ -79,7 +90,8 @@ final class Publisher: Sendable {
         let ended: NetlinkError? = shared.withLock {
             if let termination = $0.termination { return termination }
             $0.sinks[ObjectIdentifier(sink)] = sink
-            sink.enqueue([.snapshot($0.state)], settled: true)
+            // Attached while a re-read runs, the observer gets its end like the others.
+            sink.enqueue([.snapshot($0.state)], settled: $0.isSettled)
             if sink.deliversOnSubscriptionThread { $0.wake?() }
             return nil
         }

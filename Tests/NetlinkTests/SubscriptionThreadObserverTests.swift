@@ -77,6 +77,40 @@ struct SubscriptionThreadObserverTests {
         #expect(plain.withLock { $0.allSatisfy { !$0.isEmpty } })
     }
 
+    /// An observer attached between a carrier's change and the re-read of the link's routes
+    /// gets its snapshot unsettled (the state then shows the link without carrier beside its
+    /// routes not yet marked dead), then the settled batch that ends the re-read.
+    @Test func anObserverAttachedDuringAReReadIsToldItsSnapshotIsNotSettled() throws {
+        let ns = try TestNamespace("settledlate")
+        defer { ns.delete() }
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv4.conf.all.ignore_routes_with_linkdown=1"])
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.5.0.1/24 dev va", "route add default via 10.5.0.2 dev va"])
+        _ = eventually { (try? ns.ipJSON("link", "show", "dev", "va").first?["flags"] as? [String])?.contains("LOWER_UP") == true }
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        let late = Locked<[(events: [NetlinkEvent], settled: Bool)]>([])
+        let lateObservation = Locked<NetlinkObservation?>(nil)
+        let trigger = subscription.observeBatchesOnSubscriptionThread { events in
+            guard events.contains(where: { $0.linkChange?.value.name == "va" && $0.linkChange?.value.isRunning == false }),
+                  lateObservation.withLock({ $0 == nil }) else { return }
+            let observation = subscription.observeSettledBatchesOnSubscriptionThread { events, settled in
+                late.withLock { $0.append((events, settled)) }
+            }
+            lateObservation.withLock { $0 = observation }
+        }
+        defer { trigger.cancel(); lateObservation.withLock { $0?.cancel() } }
+        #expect(eventually { subscription.state.links.values.contains { $0.name == "va" } })
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { late.withLock { $0.contains { $0.settled } } })
+        let calls = late.withLock { $0 }
+        guard let first = calls.first else { return }
+        if case .snapshot = first.events.first {} else { Issue.record("the first call must be the snapshot") }
+        #expect(!first.settled, "attached during the re-read: the snapshot is not settled")
+        let settledState = subscription.settledState
+        #expect(settledState.isSettled)
+        #expect(settledState.state.defaultRoutes.values.allSatisfy { $0.nexthops.allSatisfy { $0.flags.contains(.dead) } })
+    }
+
     /// A batch observer sees the same events as a per-event observer, in the same order, in
     /// batches: the snapshot alone first, never an empty batch, and a burst of kernel messages
     /// read in one wake-up in fewer calls than events.

@@ -95,6 +95,15 @@ struct EvaluatorTests {
         state.defaultRoutes[wired.key] = wired
         state.links[3] = link(3, "eth0", flags: [])
         #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).status == .reachableViaWiFi)
+        // IPv6 passes over a router whose neighbour failed, as it soon has without a carrier:
+        // a later IPv6 route through a usable link answers.
+        let wired6 = route(via: IPAddress("fe80::3")!, dev: 3, metric: 100, family: .ipv6, destination: "::/0")
+        let wifi6 = route(via: IPAddress("fe80::2")!, dev: 2, metric: 600, family: .ipv6, destination: "::/0")
+        state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [wired6, wifi6])
+        state.links[3] = link(3, "eth0", flags: [.up])
+        let fallback6 = ReachabilityEvaluator.evaluateInternet(state, classifications: types)
+        #expect((fallback6.status, fallback6.interface?.name) == (.reachableViaWiFi, "wlan0"))
+        #expect(NetworkPath.evaluate(state, classifications: types).availableInterfaces.map(\.name) == ["wlan0"])
         // IPv6 alone counts, and a lower metric wins.
         state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [v6, wired])
         #expect(ReachabilityEvaluator.evaluateInternet(state, classifications: types).route?.family == .ipv6)

@@ -92,17 +92,19 @@ public enum ReachabilityEvaluator {
     }
 
     /// Evaluates "the internet": in each family, the default route the kernel sends this
-    /// host's traffic through, the first of ``internetRoutes(_:userID:)`` (the tables the policy
-    /// rules give that traffic; lowest metric first), and the better of the two families'
-    /// answers. A multipath default route is usable while one of its next hops is (see
+    /// host's traffic through among ``internetRoutes(_:userID:)`` (the tables the policy rules
+    /// give that traffic; lowest metric first), and the better of the two families' answers. A
+    /// multipath default route is usable while one of its next hops is (see
     /// ``evaluateNexthops(of:links:classifications:)``).
     ///
-    /// The kernel passes over a route whose every next hop is dead (its link is down, or has no
-    /// carrier and `ignore_routes_with_linkdown` is set), not one that only lost its carrier:
-    /// it sends through that one and the packets are lost. So when the link of a family's first
-    /// route has no carrier (or is dormant), the family is not reachable (or waits), as a lookup
-    /// of any internet address says, even if a route with a higher metric goes through a usable
-    /// link.
+    /// IPv4's lookup takes the first route whose next hops are not all dead (a link down, or
+    /// without carrier with `ignore_routes_with_linkdown`), whatever its carrier: when the
+    /// link of that route has lost its carrier (or is dormant), IPv4 is not reachable (or
+    /// waits), as a lookup of any internet address says, even if a route with a higher metric
+    /// goes through a usable link. IPv6's lookup on a host (not forwarding) also passes over a
+    /// router whose neighbour entry has failed, which it soon has once the carrier is gone and
+    /// traffic flows (`rt6_check_neigh`): an IPv6 route through a link without carrier does not
+    /// end the family, and a later usable one answers.
     public static func evaluateInternet(_ state: NetworkState,
                                         classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         var answers: [ReachabilityAnswer] = []
@@ -114,8 +116,8 @@ public enum ReachabilityEvaluator {
                 passedOver += hops
                 continue
             }
-            decided.insert(route.family)
             answers += hops
+            if route.family == .ipv4 || hops.contains(where: \.isReachable) { decided.insert(route.family) }
         }
         return best(of: answers) ?? best(of: passedOver) ?? .notReachable(.noDefaultRoute)
     }

@@ -507,6 +507,21 @@ final class ReachabilityEngine: Sendable {
     /// snapshot, with every kernel lookup they need sent in batches (one datagram carries many
     /// requests), and the round observers see the same snapshot.
     private func evaluateAll() {
+        // A round that judges the default routes (the internet, host names, paths) runs on a
+        // settled state only: one queued before a carrier change, or started by a host's
+        // resolution or the resolver's file, could otherwise judge the moment before the
+        // re-read of the link's routes. The state and its settledness are read under the lock
+        // that `received(_:settled:)` takes: the settled batch either comes after this and
+        // starts the round it waits for, or came before and the state read here is settled.
+        let settledNetwork = state.withLock { state -> NetworkState? in
+            let (network, settled) = subscription.settledState
+            guard !settled, state.termination == nil,
+                  state.entries[.internet] != nil || state.hostEntries > 0 || !state.roundObservers.isEmpty else { return network }
+            state.evaluationScheduled = false
+            state.roundWaitsForSettledState = true
+            return nil
+        }
+        guard let settledNetwork else { return }
         let (targets, reresolve, affected, sharedTable) = state.withLock { state in
             state.evaluationScheduled = false
             state.roundRunning = true
@@ -532,7 +547,7 @@ final class ReachabilityEngine: Sendable {
             if sharedTable == nil { state.matchGeneration += 1 }
             return (targets, state.networkChangedForHosts, affected, sharedTable)
         }
-        let snapshot = snapshot()
+        let snapshot = snapshot(of: settledNetwork)
         if reresolve, snapshot.ended == nil {
             for target in targets where target.isHost { resolve(target) }
         }
@@ -779,9 +794,12 @@ final class ReachabilityEngine: Sendable {
 
     /// The namespace's state and classifications now.
     func snapshot() -> Snapshot {
-        let network = subscription.state
-        return Snapshot(network: network, classifications: classifier.classifications(ofLinksIn: network),
-                        ended: termination)
+        snapshot(of: subscription.state)
+    }
+
+    /// A snapshot of `network`, a state of the subscription.
+    private func snapshot(of network: NetworkState) -> Snapshot {
+        Snapshot(network: network, classifications: classifier.classifications(ofLinksIn: network), ended: termination)
     }
 
     /// The answer for an address target judged against `snapshot` (the path monitor's name

@@ -26,11 +26,11 @@ public struct NetworkInterface: Sendable, Hashable, CustomStringConvertible {
 public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// NWPath.Status.
     public enum Status: Sendable, Hashable, CustomStringConvertible {
-        /// In one family at least, the default route the kernel sends through (the first one
-        /// through an allowed link) goes through a usable link.
+        /// In one family at least, the default route the kernel sends through (among routes
+        /// through allowed links) goes through a usable link.
         case satisfied
         /// In no family does that route go through a usable link: there is none, or its link
-        /// is down, has lost its carrier (the kernel still sends through it), or is refused.
+        /// is down, has lost its carrier (IPv4 still sends through it), or is refused.
         case unsatisfied
         /// Not satisfied, and in one family that route's link waits for a connection (dormant).
         case requiresConnection
@@ -63,7 +63,8 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     public var unsatisfiedReason: UnsatisfiedReason
     /// The links with a usable default route, in order of preference (route metric, IPv4 first):
     /// the links of each family's first route, then those of its later routes, the fallbacks.
-    /// A family whose first route is not usable lists none: the kernel does not fall back.
+    /// When IPv4's first route is not usable, IPv4 lists none: its lookup does not fall back.
+    /// IPv6's does, past a router whose neighbour entry failed.
     public var availableInterfaces: [NetworkInterface]
     /// The gateways of the usable default routes, in order of preference.
     public var gateways: [IPAddress]
@@ -129,11 +130,13 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
         var usable: [(Route, ReachabilityAnswer)] = []
         var waiting = false
         var denied: Set<InterfaceType> = []
-        // In each family the kernel sends through its first route (whose every next hop is not
-        // dead): when that route's link has lost its carrier, or waits (dormant), the family's
-        // traffic is lost or waits too, whatever routes follow. Routes through links of types
-        // the monitor does not allow are passed over, as a socket bound to an allowed link
-        // would pass them over.
+        // IPv4 sends through its first route (whose every next hop is not dead): when that
+        // route's link has lost its carrier, or waits (dormant), IPv4's traffic is lost or waits
+        // too, whatever routes follow. IPv6 passes over a router whose neighbour entry failed,
+        // as it soon has without a carrier: a later usable route carries it (see
+        // `ReachabilityEvaluator.evaluateInternet`). Routes through links of types the monitor
+        // does not allow are passed over, as a socket bound to an allowed link would pass them
+        // over.
         var decided: Set<AddressFamily> = []
         for route in routes where !decided.contains(route.family) {
             // Each next hop of a multipath route the kernel may send through is a path of its own.
@@ -157,7 +160,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
             usable += reachable.map { (route, $0) }
             if reachable.isEmpty, !usable.contains(where: { $0.0.family == route.family }) {
                 if allowedAnswers.contains(where: { $0.flags.contains(.connectionRequired) }) { waiting = true }
-                decided.insert(route.family)
+                if route.family == .ipv4 { decided.insert(route.family) }
             }
         }
         var interfaces: [NetworkInterface] = []
