@@ -87,9 +87,6 @@ public final class NetlinkSubscription: Sendable {
     /// ``observeSettledBatchesOnSubscriptionThread(onTermination:_:)``).
     public var settledState: (state: NetworkState, isSettled: Bool) { publisher.settledState }
 
-    /// Whether ``state`` is settled now (see ``settledState``).
-    public var isSettled: Bool { publisher.isSettled }
-
     /// How many times the subscription has re-read the kernel's state after lost notifications.
     public var resynchronizationCount: Int { publisher.resynchronizationCount }
 

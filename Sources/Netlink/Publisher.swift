@@ -20,10 +20,9 @@ final class Publisher: Sendable {
     private let shared = Locked(Shared())
 
     var state: NetworkState { shared.withLock { $0.state } }
-    /// The state and whether it is settled, read together.
+    /// The state and whether it is settled (see ``publish(state:events:settled:)``), read
+    /// together.
     var settledState: (state: NetworkState, isSettled: Bool) { shared.withLock { ($0.state, $0.isSettled) } }
-    /// Whether the state is settled (see ``publish(state:events:settled:)``).
-    var isSettled: Bool { shared.withLock { $0.isSettled } }
     var termination: NetlinkError? { shared.withLock { $0.termination } }
     var resynchronizationCount: Int { shared.withLock { $0.resynchronizations } }
 

@@ -34,8 +34,7 @@ final class RawRouteSocket {
     private var soonestExpiry: ContinuousClock.Instant?
 
     private func noteExpiry(after lifetime: Duration) {
-        let expiry = ContinuousClock.now + lifetime
-        if soonestExpiry.map({ expiry < $0 }) ?? true { soonestExpiry = expiry }
+        soonestExpiry.keepEarliest(.now + lifetime)
     }
 
     /// The soonest expiry of a default route read by a dump since the last call, if any

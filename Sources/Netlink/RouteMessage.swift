@@ -205,3 +205,10 @@ extension IPAddress {
         self.init(attribute: UnsafeRawBufferPointer(rebasing: value[2...]), family: family)
     }
 }
+
+extension Optional where Wrapped == ContinuousClock.Instant {
+    /// Keeps the earlier of this instant, if any, and `instant` (the soonest expiry seen).
+    mutating func keepEarliest(_ instant: ContinuousClock.Instant) {
+        if map({ instant < $0 }) ?? true { self = instant }
+    }
+}

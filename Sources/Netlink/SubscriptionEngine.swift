@@ -349,7 +349,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// a namespace without such routes, which stays without wake-ups while nothing changes.
     private func armExpiryTimer() {
         var soonest = requests?.takeSoonestExpiry()
-        if let noted = notedExpiry { soonest = min(soonest ?? noted, noted) }
+        if let noted = notedExpiry { soonest.keepEarliest(noted) }
         notedExpiry = nil
         guard expiryTimerDescriptor >= 0, let soonest, armedExpiry.map({ soonest < $0 }) ?? true else { return }
         armedExpiry = soonest
@@ -656,8 +656,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             var deleted = deleted
             if let lifetime = Route.remainingLifetime(message: header) {
                 if lifetime > .zero {
-                    let expiry = ContinuousClock.now + lifetime
-                    notedExpiry = min(notedExpiry ?? expiry, expiry)
+                    notedExpiry.keepEarliest(.now + lifetime)
                 } else {
                     // Told of already expired: the kernel's lookups pass it over.
                     deleted = true

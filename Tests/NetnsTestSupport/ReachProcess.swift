@@ -8,6 +8,18 @@ public let reachBinary: String = {
         .appendingPathComponent("reach").path
 }()
 
+/// Starts `reach` with `arguments`, its standard output into `output`, its standard error
+/// discarded.
+public func launchReach(_ arguments: [String], output: Pipe) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: reachBinary)
+    process.arguments = arguments
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
 /// A `reach` process that keeps running (events, watch), read line by line.
 public final class ReachProcess: Sendable {
     private let process: Process
@@ -16,14 +28,9 @@ public final class ReachProcess: Sendable {
 
     /// Starts `reach` with `arguments`; standard error is discarded.
     public init(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: reachBinary)
-        process.arguments = arguments
         let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        let process = try launchReach(arguments, output: pipe)
         self.process = process
-        try process.run()
         forEachLine(of: pipe.fileHandleForReading) { [weak self] line in self?.lines.withLock { $0.append(line) } }
     }
 

@@ -30,13 +30,8 @@ struct OutputEdgeTests {
     /// status 0, not with SIGPIPE (141 in a shell with `pipefail`).
     /// Starts `reach` with `arguments`, its standard output a pipe, and reads its first line.
     private func reachAndItsFirstLine(_ arguments: [String]) throws -> (process: Process, output: Pipe, first: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: reachBinary)
-        process.arguments = arguments
         let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try launchReach(arguments, output: out)
         var first = Data()
         while !first.contains(UInt8(ascii: "\n")) {
             let chunk = out.fileHandleForReading.availableData

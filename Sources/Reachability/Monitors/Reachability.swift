@@ -202,13 +202,16 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     public var networkStatus: NetworkStatus { NetworkStatus(flags: flags) }
     /// Alamofire's status; `.unknown` while listening has not produced an answer yet.
     public var alamofireStatus: NetworkReachabilityStatus {
-        state.withLock { $0.token != nil && $0.answer == nil } ? .unknown : NetworkReachabilityStatus(flags: flags)
+        awaitsFirstAnswer ? .unknown : NetworkReachabilityStatus(flags: flags)
     }
     /// FXReachability's status; `.unknown` while listening has not produced an answer yet (after
     /// a start or a change of ``target``: for a host name, until it is resolved).
     public var fxStatus: FXReachabilityStatus {
-        state.withLock { $0.token != nil && $0.answer == nil } ? .unknown : FXReachabilityStatus(flags: flags)
+        awaitsFirstAnswer ? .unknown : FXReachabilityStatus(flags: flags)
     }
+
+    /// Listening, and no answer delivered yet (after a start or a change of ``target``).
+    private var awaitsFirstAnswer: Bool { state.withLock { $0.token != nil && $0.answer == nil } }
     /// Ola's synchronous query.
     public func reach() -> OlaStatus { OlaStatus(flags: flags) }
     /// Whether ``connection`` may report cellular (Reachability.swift).

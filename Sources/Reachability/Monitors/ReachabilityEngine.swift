@@ -108,6 +108,10 @@ final class ReachabilityEngine: Sendable {
         var roundWaitsForSettledState = false
         /// How many watched targets are host names.
         var hostEntries = 0
+        /// Whether a round judges the default routes: the internet, a host name (until it
+        /// resolves, and its re-resolutions) or a path monitor is watched. Such a round waits for
+        /// a settled state (see `received(_:settled:)`).
+        var judgesDefaultRoutes: Bool { entries[.internet] != nil || hostEntries > 0 || !roundObservers.isEmpty }
         var networkChangedForHosts = false
         /// How many changes made the resolved host names stale: a resolution that saw another
         /// count when it started than when it ended is kept as stale (see `resolvedHosts`).
@@ -229,9 +233,17 @@ final class ReachabilityEngine: Sendable {
     /// tells every watcher `notReachable(.monitoringEnded(error))` and every path observer an
     /// unsatisfied path, instead of leaving them with their last answer and no word.
     private func subscriptionEnded(_ error: NetlinkError) {
-        let schedule = state.withLock { state -> Bool in
+        scheduleRound { state in
             state.termination = error
             state.everythingChanged = true
+        }
+    }
+
+    /// Notes what `change` does to the state and queues a round, unless one is queued or
+    /// running (a running round queues the next when it ends).
+    private func scheduleRound(_ change: (inout State) -> Void = { _ in }) {
+        let schedule = state.withLock { state -> Bool in
+            change(&state)
             defer { state.evaluationScheduled = true }
             return !state.evaluationScheduled && !state.roundRunning
         }
@@ -312,7 +324,9 @@ final class ReachabilityEngine: Sendable {
         }
         if watchResolver {
             weak let engine = self
-            let watch = ResolverConfigurationWatch(namespace: namespace, queue: queue) { engine?.resolverConfigurationChanged() }
+            // A new name server: one round, in which the path monitors judge their name servers
+            // again (the targets' answers do not depend on them).
+            let watch = ResolverConfigurationWatch(namespace: namespace, queue: queue) { engine?.scheduleRound() }
             state.withLock { state in
                 if state.resolverConfigurationWatch == nil { state.resolverConfigurationWatch = watch }
             }
@@ -321,16 +335,6 @@ final class ReachabilityEngine: Sendable {
             if state.withLock({ $0.roundObservers[id] != nil }) { observer(snapshot()) }
         }
         return id
-    }
-
-    /// The resolver configuration may have changed: one round, so that the path monitors judge
-    /// their name servers again (the targets' answers do not depend on them).
-    private func resolverConfigurationChanged() {
-        let schedule = state.withLock { state -> Bool in
-            defer { state.evaluationScheduled = true }
-            return !state.evaluationScheduled && !state.roundRunning
-        }
-        if schedule { queue.async { [self] in evaluateAll() } }
     }
 
     /// Stops calling a round observer.
@@ -423,7 +427,7 @@ final class ReachabilityEngine: Sendable {
                 if Self.note(event, in: &state, internetFollowsAddresses: internetFollowsAddresses) { noted = true }
             }
             guard noted else { return (false, false) }
-            if !settled, state.entries[.internet] != nil || state.hostEntries > 0 || !state.roundObservers.isEmpty {
+            if !settled, state.judgesDefaultRoutes {
                 state.roundWaitsForSettledState = true
                 return (false, false)
             }
@@ -515,8 +519,7 @@ final class ReachabilityEngine: Sendable {
         // starts the round it waits for, or came before and the state read here is settled.
         let settledNetwork = state.withLock { state -> NetworkState? in
             let (network, settled) = subscription.settledState
-            guard !settled, state.termination == nil,
-                  state.entries[.internet] != nil || state.hostEntries > 0 || !state.roundObservers.isEmpty else { return network }
+            guard !settled, state.termination == nil, state.judgesDefaultRoutes else { return network }
             state.evaluationScheduled = false
             state.roundWaitsForSettledState = true
             return nil

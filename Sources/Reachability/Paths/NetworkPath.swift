@@ -115,6 +115,12 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
         return text
     }
 
+    /// Whether a path restricted to `required` links, or to links of no `prohibited` type, may
+    /// use a link of `type`.
+    static func allows(_ type: InterfaceType, required: InterfaceType?, prohibited: Set<InterfaceType>) -> Bool {
+        (required.map { $0 == type } ?? true) && !prohibited.contains(type)
+    }
+
     /// The path of a namespace's state (pure).
     /// - Parameters:
     ///   - state: The namespace's links and default routes.
@@ -145,14 +151,12 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
             if ReachabilityEvaluator.isDeadToTheKernel(route, hops) { continue }
             for answer in hops {
                 guard let interface = answer.interface else { continue }
-                let allowed = (required.map { $0 == interface.type } ?? true) && !prohibited.contains(interface.type)
-                if allowed {
+                if allows(interface.type, required: required, prohibited: prohibited) {
                     allowedAnswers.append(answer)
                 } else if answer.isReachable {
                     denied.insert(interface.type)
                 }
             }
-            if route.type != .unicast { decided.insert(route.family) }   // a refusing route ends its family
             guard !allowedAnswers.isEmpty else { continue }
             let reachable = allowedAnswers.filter(\.isReachable)
             // After the family's first usable route, the usable ones that follow are listed

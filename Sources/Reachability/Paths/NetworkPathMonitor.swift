@@ -201,7 +201,7 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             guard answer.isReachable else { return false }
             if answer.flags.contains(.isLocalAddress) { return true }
             guard let type = answer.interface?.type else { return false }
-            return (requiredInterfaceType.map { $0 == type } ?? true) && !prohibitedInterfaceTypes.contains(type)
+            return NetworkPath.allows(type, required: requiredInterfaceType, prohibited: prohibitedInterfaceTypes)
         }
         return NetworkPath.evaluate(snapshot.network, classifications: snapshot.classifications, required: requiredInterfaceType,
                                     prohibited: prohibitedInterfaceTypes, nameServerReachable: nameServerReachable)

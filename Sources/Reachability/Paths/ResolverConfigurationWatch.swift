@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import Netlink
 
@@ -24,14 +25,10 @@ final class ResolverConfigurationWatch: Sendable {
         var names: Set<String> = ["resolv.conf"]
         var directories = ["/etc"]
         if let name = namespace.name { directories.append("/etc/netns/\(name)") }
-        if let target = realpath("/etc/resolv.conf", nil) {
-            let path = String(cString: target)
-            free(target)
-            if let slash = path.lastIndex(of: "/") {
-                directories.append(slash == path.startIndex ? "/" : String(path[..<slash]))
-                names.insert(String(path[path.index(after: slash)...]))
-            }
-        }
+        // The file a systemd-resolved or resolvconf link points to, in a directory of its own.
+        let target = URL(fileURLWithPath: "/etc/resolv.conf").resolvingSymlinksInPath()
+        directories.append(target.deletingLastPathComponent().path)
+        names.insert(target.lastPathComponent)
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
         var watched = 0
         for directory in Set(directories) where inotify_add_watch(descriptor, directory, mask) >= 0 { watched += 1 }
