@@ -108,15 +108,19 @@ public struct SysfsReader: Sendable, Hashable {
         return token(last)
     }
 
-    /// The text of a regular file of at most 4 KiB (sysfs attributes are one page at most),
-    /// or `nil` for anything else.
-    static func readSmallFile(_ path: String) -> String? {
+    /// The text of a regular file, its first `limit` bytes (4 KiB by default: sysfs attributes
+    /// are one page at most), or `nil` for anything else. One buffer, freed on return: no
+    /// Foundation file reading, whose buffer for a file read while it is rewritten (empty for a
+    /// moment) the address sanitizer found leaked.
+    static func readSmallFile(_ path: String, limit: Int = 4096) -> String? {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        // sysfs reports a page for every attribute; other files their size (and one byte more,
+        // to see the end).
+        var buffer = [UInt8](repeating: 0, count: min(limit, max(4096, Int(status.st_size) + 1)))
         var filled = 0
         while filled < buffer.count {
             let count = buffer[filled...].withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
