@@ -20,10 +20,17 @@ let package = Package(
             pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
         ),
+        // c-ares, for name lookups with a namespace's own resolv.conf.
+        .systemLibrary(
+            name: "CAres",
+            path: "modulemaps/CAres",
+            pkgConfig: "libcares",
+            providers: [.apt(["libc-ares-dev"])]
+        ),
         // The Swift overlay of libnl: the only module that imports CNetlink.
         .target(name: "Netlink", dependencies: ["CNetlink"]),
         // What the kernel facts mean for reachability.
-        .target(name: "Reachability", dependencies: ["Netlink"]),
+        .target(name: "Reachability", dependencies: ["Netlink", "CAres"]),
         // The command-line tool.
         .executableTarget(
             name: "reach",

@@ -12,15 +12,20 @@ public protocol HostResolver: Sendable {
     func resolve(_ host: String) async throws -> [IPAddress]
 }
 
-/// The system's resolver, `getaddrinfo(3)`, run off the caller's thread, inside a network
-/// namespace, so that a query leaves through that namespace's links.
+/// The system's resolver, run off the caller's thread, inside a network namespace, so that a
+/// query leaves through that namespace's links: what `getaddrinfo(3)` answers inside
+/// `ip netns exec NAME`.
 ///
-/// For a named namespace with a hosts file of its own, `/etc/netns/NAME/hosts` (the file
-/// `ip netns exec` would bind-mount over `/etc/hosts`), a name found there is answered from it
-/// without `getaddrinfo`. Other names go to the name servers of the process's own
-/// `/etc/resolv.conf`, through the namespace's links: glibc does not read the namespace's
-/// `/etc/netns/NAME/resolv.conf`, which only a mount namespace (`ip netns exec`) puts in
-/// place. Inject a resolver of your own for a namespace with name servers of its own.
+/// A named namespace's own files come first, as `ip netns exec` mounts them over `/etc`:
+/// - with a hosts file of its own, `/etc/netns/NAME/hosts`, a name found there is answered from
+///   it;
+/// - with a resolver configuration of its own, `/etc/netns/NAME/resolv.conf`, other names go to
+///   its name servers, with its search domains and options, through c-ares (glibc reads only
+///   the process's `/etc/resolv.conf`); `/etc/hosts` is asked first unless the namespace has
+///   a hosts file of its own, which replaces it.
+///
+/// Otherwise, and for the current namespace or one opened by path, the lookup is
+/// `getaddrinfo(3)` with the process's own `/etc/resolv.conf`, run inside the namespace.
 public struct SystemHostResolver: HostResolver {
     /// The namespace the lookup runs in.
     public var namespace: NetworkNamespace
@@ -32,15 +37,26 @@ public struct SystemHostResolver: HostResolver {
 
     public func resolve(_ host: String) async throws -> [IPAddress] {
         let namespace = self.namespace
+        var resolverFile: String?
+        var hasHostsFile = false
         if let name = namespace.name {
-            let hosts = HostsFileResolver(path: "/etc/netns/\(name)/hosts")
-            if let found = try? await hosts.resolve(host), !found.isEmpty { return found }
+            let hostsPath = "/etc/netns/\(name)/hosts"
+            hasHostsFile = access(hostsPath, F_OK) == 0
+            if hasHostsFile, let found = try? await HostsFileResolver(path: hostsPath).resolve(host), !found.isEmpty {
+                return found
+            }
+            let resolverPath = "/etc/netns/\(name)/resolv.conf"
+            if access(resolverPath, F_OK) == 0 { resolverFile = resolverPath }
         }
-        return try await withCheckedThrowingContinuation { continuation in
+        return try await withCheckedThrowingContinuation { [resolverFile, hasHostsFile] continuation in
             BlockingLanes.resolution.next().async {
                 do throws(NetlinkError) {
                     let result = try namespace.perform { () -> Result<[IPAddress], ReachabilityError> in
-                        Self.getaddrinfo(host)
+                        if let resolverFile {
+                            return ResolverFileLookup.addresses(of: host, resolverFile: resolverFile,
+                                                                readsHostsFile: !hasHostsFile)
+                        }
+                        return Self.getaddrinfo(host)
                     }
                     continuation.resume(with: result)
                 } catch {
