@@ -130,6 +130,12 @@ public struct IPv6Address: Sendable, Hashable, Comparable, CustomStringConvertib
     /// True for link-local unicast addresses (`fe80::/10`).
     public var isLinkLocal: Bool { high >> 54 == 0x3fa }
 
+    /// The IPv4 address inside an IPv4-mapped address (`::ffff:a.b.c.d`, RFC 4291 section
+    /// 2.5.5.2), to which a dual-stack socket sends over IPv4; nil for any other address.
+    public var mappedIPv4: IPv4Address? {
+        high == 0 && low >> 32 == 0xffff ? IPv4Address(rawValue: UInt32(truncatingIfNeeded: low)) : nil
+    }
+
     public static func < (lhs: Self, rhs: Self) -> Bool {
         (lhs.high, lhs.low) < (rhs.high, rhs.low)
     }
@@ -192,6 +198,14 @@ public enum IPAddress: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// True for `0.0.0.0` and `::`.
     public var isUnspecified: Bool { self == .v4(.any) || self == .v6(.any) }
+
+    /// The address a socket sends to: the IPv4 address inside an IPv4-mapped IPv6 address
+    /// (``IPv6Address/mappedIPv4``), which a dual-stack socket reaches over IPv4; any other
+    /// address unchanged.
+    public var unmapped: IPAddress {
+        if case .v6(let address) = self, let inner = address.mappedIPv4 { return .v4(inner) }
+        return self
+    }
 
     public var description: String {
         switch self {

@@ -37,19 +37,26 @@ public enum ReachabilityEvaluator {
     public static func evaluate(route: Route, address: IPAddress? = nil, links: [Int32: Link],
                                 classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         var answer = ReachabilityAnswer(flags: [], gateway: route.gateway, address: address, route: route)
-        guard route.type == .unicast || route.type == .local else {
+        let link = route.outputLinkIndex.flatMap { links[$0] }
+        let classification = link.map { classifications[$0.index] ?? LinkClassifier.classify(LinkFacts(link: $0)) }
+        if let link, let classification {
+            answer.interface = ReachabilityInterface(name: link.name, index: link.index, classification: classification)
+        }
+        // This host's own IPv6 anycast addresses (the subnet-router anycast address of a
+        // forwarding host, or one joined with IPV6_JOIN_ANYCAST) have anycast routes through
+        // `lo` in the local table: the kernel delivers what is sent to them here.
+        let isLocal = route.type == .local || (route.type == .anycast && route.family == .ipv6)
+        guard route.type == .unicast || isLocal else {
             answer.reason = .unusableRouteType(route.type)
             answer.gateway = nil
             return answer
         }
-        guard let index = route.outputLinkIndex, let link = links[index] else {
+        guard let link, let classification else {
             answer.reason = .linkMissing
             return answer
         }
-        let classification = classifications[index] ?? LinkClassifier.classify(LinkFacts(link: link))
-        answer.interface = ReachabilityInterface(name: link.name, index: link.index, classification: classification)
         var facts: ReachabilityFlags = []
-        if route.type == .local { facts.insert(.isLocalAddress) }
+        if isLocal { facts.insert(.isLocalAddress) }
         if route.gateway == nil { facts.insert(.isDirect) }
         if classification.type == .cellular { facts.insert(.isWWAN) }
         if classification.isTransient { facts.insert(.transientConnection) }
@@ -62,7 +69,7 @@ public enum ReachabilityEvaluator {
             // the link is down below (next case), not waiting for a handshake.
             answer.reason = .dormant
             answer.flags = facts.union([.reachable, .connectionRequired, .interventionRequired])
-        } else if !link.isRunning && route.type != .local {
+        } else if !link.isRunning && !isLocal {
             answer.reason = .noCarrier
         } else {
             answer.flags = facts.union(.reachable)

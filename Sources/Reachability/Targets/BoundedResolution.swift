@@ -19,9 +19,19 @@ public enum BoundedResolution {
     /// would start libdispatch's worker-pool monitor, a timer for the life of the process).
     private static let deadlines = DispatchQueue(label: "Reachability.resolutionDeadlines")
 
-    /// The addresses of `host` from `resolver`, or the typed reason why there are none: the
-    /// resolver's error, or ``ReachabilityError/resolutionFailed(host:message:)`` saying that no
-    /// answer came within `timeout`.
+    /// `addresses` with each IPv4-mapped IPv6 address replaced by the IPv4 address a socket
+    /// sends to (a hosts file may list one), duplicates dropped, order kept.
+    static func unmapped(_ addresses: [IPAddress]) -> [IPAddress] {
+        guard addresses.contains(where: { $0.unmapped != $0 }) else { return addresses }
+        var result: [IPAddress] = []
+        for address in addresses.map(\.unmapped) where !result.contains(address) { result.append(address) }
+        return result
+    }
+
+    /// The addresses of `host` from `resolver` (IPv4-mapped ones unmapped), or the typed reason
+    /// why there are none: the resolver's error, or
+    /// ``ReachabilityError/resolutionFailed(host:message:)`` saying that no answer came within
+    /// `timeout`.
     static func resolve(_ host: String, with resolver: any HostResolver,
                         timeout: Duration) async -> Result<[IPAddress], ReachabilityError> {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result<[IPAddress], ReachabilityError>, Never>) in
@@ -32,7 +42,7 @@ public enum BoundedResolution {
             Task(executorPreference: ResolutionExecutor.shared) {
                 let result: Result<[IPAddress], ReachabilityError>
                 do {
-                    result = .success(try await resolver.resolve(host))
+                    result = .success(Self.unmapped(try await resolver.resolve(host)))
                 } catch let error as ReachabilityError {
                     result = .failure(error)
                 } catch {

@@ -5,7 +5,9 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// "The internet": a default route through a usable link, IPv4 or IPv6.
     case internet
     /// One IPv4 or IPv6 address. The unspecified address (`0.0.0.0`, `::`) is judged as
-    /// ``internet``, as Apple's zero address is.
+    /// ``internet``, as Apple's zero address is; an IPv4-mapped IPv6 address
+    /// (`::ffff:192.0.2.1`) as the IPv4 address inside it, which a dual-stack socket sends to
+    /// over IPv4 (answers name that address).
     case address(IPAddress)
     /// A host name, resolved by a ``HostResolver``.
     case host(String)
@@ -32,9 +34,19 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// Apple's `SCNetworkReachabilityCreateWithAddress` and Reachability.swift's `zeroAddress`
     /// use to mean "the internet", is ``internet``. A route lookup for it would find the local
     /// route (the kernel takes `0.0.0.0` as this host) and answer "reachable" even offline.
+    /// An IPv4-mapped IPv6 address is the IPv4 address inside it: a dual-stack socket sends to
+    /// `::ffff:192.0.2.1` over IPv4, where the kernel's IPv6 table has no route for it.
     var judged: ReachabilityTarget {
-        if case .address(let address) = self, address.isUnspecified { return .internet }
-        return self
+        switch self {
+        case .address(let address):
+            let unmapped = address.unmapped
+            if unmapped.isUnspecified { return .internet }
+            return unmapped == address ? self : .address(unmapped)
+        case .addressPair(let local, let remote) where local.unmapped != local || remote.unmapped != remote:
+            return .addressPair(local: local.unmapped, remote: remote.unmapped)
+        default:
+            return self
+        }
     }
 
     /// `internet`, an address, a host name, or `local -> remote`.

@@ -1,0 +1,77 @@
+import Foundation
+import Netlink
+import NetnsTestSupport
+import Testing
+@testable import Reachability
+
+/// Address targets whose form changes what a socket does with them, judged as the kernel
+/// delivers: an IPv4-mapped IPv6 address goes over IPv4; this host's own IPv6 anycast address is
+/// delivered here; a broadcast address is refused but names its link.
+@Suite(.enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct AddressFormTests {
+    @Test func anIPv4MappedAddressIsJudgedAsItsIPv4Address() async throws {
+        let ns = try wiredNamespace("form1")
+        defer { ns.delete() }
+        let namespace = try NetworkNamespace.named(ns.name)
+        let probe = try ReachabilityProbe(namespace: namespace)
+        // On va's subnet (direct), this host's own address (local), and a far one with no
+        // IPv4 default route: the IPv6 table, which has no route for ::ffff:0:0/96 either way,
+        // gets a default route of its own that traffic to these addresses never takes.
+        try ns.ip("-6", "route", "add", "default", "dev", "va")
+        for (mapped, expected) in [("::ffff:10.1.0.2", "10.1.0.2"), ("::ffff:10.1.0.1", "10.1.0.1"),
+                                   ("::ffff:198.51.100.7", "198.51.100.7")] {
+            let (answer, addresses) = try await probe.answer(for: .address(IPAddress(mapped)!))
+            let (direct, _) = try await probe.answer(for: .address(IPAddress(expected)!))
+            #expect(answer == direct, "\(mapped) is answered as \(expected)")
+            #expect(addresses == [IPAddress(expected)!])
+        }
+        #expect(try await probe.answer(for: .address(IPAddress("::ffff:10.1.0.2")!)).answer.flags == [.reachable, .isDirect])
+        #expect(try await probe.answer(for: .address(IPAddress("::ffff:10.1.0.1")!)).answer.flags.contains(.isLocalAddress))
+        #expect(try await probe.answer(for: .address(IPAddress("::ffff:198.51.100.7")!)).answer.reason == .noRoute)
+        // A host name's mapped addresses too (a hosts file may list one).
+        let named = try ReachabilityProbe(namespace: namespace, resolver: StaticHostResolver(
+            ["mapped.example.test": [IPAddress("::ffff:10.1.0.2")!, IPAddress("10.1.0.2")!, IPAddress("::ffff:10.1.0.3")!]]))
+        #expect(try await named.answer(for: .host("mapped.example.test")).addresses == [IPAddress("10.1.0.2")!, IPAddress("10.1.0.3")!])
+        // ::ffff:0.0.0.0 is the IPv4 zero address: the internet.
+        #expect(ReachabilityTarget.address(IPAddress("::ffff:0.0.0.0")!).judged == .internet)
+        let pair = ReachabilityTarget.addressPair(local: IPAddress("::ffff:10.1.0.1")!, remote: IPAddress("::ffff:10.1.0.2")!)
+        #expect(pair.judged == .addressPair(local: IPAddress("10.1.0.1")!, remote: IPAddress("10.1.0.2")!))
+
+        // A monitor follows the IPv4 route.
+        let monitor = try Reachability(address: IPAddress("::ffff:198.51.100.7")!, namespace: namespace)
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { deliveries.last?.reason == .noRoute })
+        try ns.ip("route", "add", "default", "via", "10.1.0.2")
+        #expect(eventually { deliveries.last?.isReachable == true })
+        #expect(deliveries.last?.gateway == IPAddress("10.1.0.2"))
+    }
+
+    @Test func thisHostsOwnIPv6AnycastAddressIsLocal() async throws {
+        let ns = try wiredNamespace("form2")
+        defer { ns.delete() }
+        // A forwarding host joins the subnet-router anycast address of each of its prefixes.
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])
+        try ns.ip("address", "add", "2001:db8:1::1/64", "dev", "va", "nodad")
+        #expect(eventually { (try? ns.ip("-6", "route", "show", "table", "local", "type", "anycast"))?.contains("2001:db8:1::") == true })
+        let kernel = try ns.ip("-6", "route", "get", "2001:db8:1::")
+        #expect(kernel.hasPrefix("anycast 2001:db8:1:: "), "the kernel's own answer: \(kernel)")
+        let probe = try ReachabilityProbe(namespace: try .named(ns.name))
+        let (answer, _) = try await probe.answer(for: .address(IPAddress("2001:db8:1::")!))
+        #expect(answer.flags == [.reachable, .isLocalAddress, .isDirect], "\(answer)")
+        #expect(answer.interface?.name == "lo")
+    }
+
+    @Test func aBroadcastAddressIsRefusedThroughItsLink() async throws {
+        let ns = try wiredNamespace("form3")
+        defer { ns.delete() }
+        let probe = try ReachabilityProbe(namespace: try .named(ns.name))
+        let (answer, _) = try await probe.answer(for: .address(IPAddress("10.1.0.255")!))
+        #expect(answer.reason == .unusableRouteType(.broadcast))
+        #expect(!answer.isReachable)
+        let kernel = try ns.ip("route", "get", "10.1.0.255")
+        #expect(answer.interface?.name == "va", "the kernel names the link: \(kernel)")
+    }
+}
