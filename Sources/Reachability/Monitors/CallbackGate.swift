@@ -1,16 +1,20 @@
 import Foundation
 
 /// Lets callbacks through while open; ``close()`` shuts it and waits for running callbacks,
-/// so that after `stopListening()` or `cancel()` returns no callback runs, except when it is
-/// called from inside a callback (which would otherwise wait for itself).
+/// so that after `stopListening()` or `cancel()` returns no callback runs, except the one it is
+/// called from (which would otherwise wait for itself).
+///
+/// Callbacks may run on several threads at once (a user's concurrent queue): the gate keeps
+/// every running callback's thread, and a close from inside one waits for those on the others.
 final class CallbackGate: @unchecked Sendable {
     // @unchecked Sendable: every stored variable is read and written only with `condition`
     // locked, which is also the exclusive access that run-time checks would verify on every
     // callback: they are left out (`@exclusivity(unchecked)`).
     private let condition = NSCondition()
     @exclusivity(unchecked) private var currentGeneration = 0
-    @exclusivity(unchecked) private var running = 0
-    @exclusivity(unchecked) private var runningThread: pthread_t?
+    /// The thread of each running callback (one entry per callback: a thread can run one
+    /// inside another's synchronous call).
+    @exclusivity(unchecked) private var runningThreads: [pthread_t] = []
     /// Threads waiting in ``close()``: a callback that ends wakes them only when there are any.
     @exclusivity(unchecked) private var closers = 0
 
@@ -37,13 +41,14 @@ final class CallbackGate: @unchecked Sendable {
             condition.unlock()
             return false
         }
-        running += 1
-        runningThread = pthread_self()
+        let thread = pthread_self()
+        runningThreads.append(thread)
         condition.unlock()
         defer {
             condition.lock()
-            running -= 1
-            if running == 0 { runningThread = nil }
+            if let index = runningThreads.lastIndex(where: { pthread_equal($0, thread) != 0 }) {
+                runningThreads.remove(at: index)
+            }
             if closers > 0 { condition.broadcast() }
             condition.unlock()
         }
@@ -51,13 +56,14 @@ final class CallbackGate: @unchecked Sendable {
         return true
     }
 
-    /// Invalidates the current generation and waits until no callback runs (unless called
-    /// from the thread that runs one).
+    /// Invalidates the current generation and waits until no callback runs on another thread
+    /// (one running on the caller's thread is the caller's own).
     func close() {
         condition.lock()
         defer { condition.unlock() }
         currentGeneration += 1
-        while running > 0, let thread = runningThread, pthread_equal(thread, pthread_self()) == 0 {
+        let me = pthread_self()
+        while runningThreads.contains(where: { pthread_equal($0, me) == 0 }) {
             closers += 1
             condition.wait()
             closers -= 1

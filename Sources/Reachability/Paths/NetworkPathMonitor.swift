@@ -24,6 +24,9 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         var current: NetworkPath?
         var handler: (@Sendable (NetworkPath) -> Void)?
         var queue: DispatchQueue?
+        /// A serial queue targeting ``queue``: the handler runs on the user's queue, one path
+        /// at a time and in order, even when that queue is concurrent.
+        var deliveryQueue: DispatchQueue?
         var started = false
         var cancelled = false
         var roundObserver: UInt64?
@@ -90,7 +93,8 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Starts delivering paths to ``pathUpdateHandler`` on `queue`, the current one first.
-    /// Starting twice is harmless.
+    /// The handler runs one path at a time and in order, even on a concurrent queue (the paths
+    /// go through a serial queue that targets `queue`). Starting twice is harmless.
     /// - Returns: `false` if the monitor was cancelled (it cannot be restarted), else `true`.
     @discardableResult
     public func start(queue: DispatchQueue) -> Bool {
@@ -101,6 +105,7 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             if state.started { return .some(nil) }
             state.started = true
             state.queue = queue
+            state.deliveryQueue = DispatchQueue(label: "NetworkPathMonitor.delivery", target: queue)
             return .some(gate.open())
         }
         guard case .some(let opened) = begin else { return false }
@@ -174,7 +179,7 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             guard state.current != path else { return .none }
             state.current = path
             for stream in state.streams.values { stream.yield(path) }
-            return .some(state.queue)
+            return .some(state.deliveryQueue)
         }
         guard case .some(let queue) = delivery else { return }
         queue?.async { [weak self] in
