@@ -186,12 +186,22 @@ public final class NetlinkSubscription: Sendable {
     /// Every event as an asynchronous sequence, starting with ``NetlinkEvent/snapshot(_:)``.
     /// The sequence keeps the subscription alive while it is iterated; it ends by throwing the
     /// ``NetlinkError`` that ended the subscription.
-    public func events() -> NetlinkEventStream {
+    ///
+    /// A consumer that falls behind (it sleeps through a storm) is not buffered without end:
+    /// once about `bufferLimit` events wait, the sequence drops the kernel's later batches and
+    /// keeps only the state they lead to; when the consumer has taken most of what waits, it
+    /// gets the differences between the state its events reached and the current one
+    /// (``NetworkState/changes(since:)``), then ``NetlinkEvent/resynchronized(_:)`` with
+    /// ``ResynchronizationReason/overflow``, as after the kernel's own overflow. Route changes
+    /// outside the default routes, which the state does not hold, are lost with the batches.
+    /// - Parameter bufferLimit: How many events may wait (default 10 000, some 5 MB); a single
+    ///   batch into an empty sequence is never dropped.
+    public func events(bufferLimit: Int = 10_000) -> NetlinkEventStream {
         let (stream, continuation) = AsyncThrowingStream<NetlinkEvent, any Error>.makeStream()
-        let sink = StreamObserver(continuation: continuation)
+        let sink = StreamObserver(continuation: continuation, limit: bufferLimit)
         continuation.onTermination = { [self] _ in publisher.detach(sink) }
         publisher.attach(sink)
-        return NetlinkEventStream(base: stream)
+        return NetlinkEventStream(base: stream, sink: sink)
     }
 }
 
@@ -227,19 +237,26 @@ public struct NetlinkEventStream: AsyncSequence, Sendable {
     public typealias Failure = NetlinkError
 
     let base: AsyncThrowingStream<NetlinkEvent, any Error>
+    let sink: StreamObserver
 
-    public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator()) }
+    public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), sink: sink) }
 
     /// The iterator of a ``NetlinkEventStream``.
     public struct Iterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<NetlinkEvent, any Error>.AsyncIterator
+        let sink: StreamObserver
 
         public mutating func next() async throws(NetlinkError) -> NetlinkEvent? {
-            do { return try await base.next() } catch { throw (error as? NetlinkError) ?? .failure }
+            do { return taken(try await base.next()) } catch { throw (error as? NetlinkError) ?? .failure }
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(NetlinkError) -> NetlinkEvent? {
-            do { return try await base.next(isolation: actor) } catch { throw (error as? NetlinkError) ?? .failure }
+            do { return taken(try await base.next(isolation: actor)) } catch { throw (error as? NetlinkError) ?? .failure }
+        }
+
+        private func taken(_ event: NetlinkEvent?) -> NetlinkEvent? {
+            if event != nil { sink.taken() }
+            return event
         }
     }
 }

@@ -61,6 +61,42 @@ public struct NetworkState: Sendable, Hashable {
         hasher.combine(policyRules)
     }
 
+    /// The events that turn `old` into this state, as a subscription reports them after it
+    /// re-read the kernel: links that appeared or changed, then addresses and default routes
+    /// that went away, appeared or changed, then links that went away, and
+    /// ``NetlinkEvent/rulesChanged(_:)`` for each family whose policy rules differ.
+    public func changes(since old: NetworkState) -> [NetlinkEvent] {
+        var events: [NetlinkEvent] = []
+        for link in sortedLinks {
+            if let before = old.links[link.index] {
+                if before != link { events.append(.link(.changed(old: before, new: link))) }
+            } else {
+                events.append(.link(.new(link)))
+            }
+        }
+        for (key, address) in old.addresses where addresses[key] == nil { events.append(.address(.removed(address))) }
+        for (key, address) in addresses {
+            if let before = old.addresses[key] {
+                if before != address { events.append(.address(.changed(old: before, new: address))) }
+            } else {
+                events.append(.address(.new(address)))
+            }
+        }
+        for (key, route) in old.defaultRoutes where defaultRoutes[key] == nil { events.append(.route(.removed(route))) }
+        for (key, route) in defaultRoutes {
+            if let before = old.defaultRoutes[key] {
+                if before != route { events.append(.route(.changed(old: before, new: route))) }
+            } else {
+                events.append(.route(.new(route)))
+            }
+        }
+        for link in old.sortedLinks where links[link.index] == nil { events.append(.link(.removed(link))) }
+        for family in AddressFamily.allCases where policyRules[family] != old.policyRules[family] {
+            events.append(.rulesChanged(family))
+        }
+        return events
+    }
+
     /// The links, sorted by index.
     public var sortedLinks: [Link] { links.values.sorted { $0.index < $1.index } }
 

@@ -1,3 +1,4 @@
+import Synchronization
 import Dispatch
 import Glibc
 
@@ -8,6 +9,8 @@ protocol EventSink: AnyObject, Sendable {
     /// what the kernel may have changed without a message (see
     /// ``NetlinkSubscription/observeSettledBatchesOnSubscriptionThread(onTermination:_:)``).
     func enqueue(_ events: [NetlinkEvent], settled: Bool)
+    /// ``enqueue(_:settled:)`` with the state after the batch, for a sink that keeps it.
+    func enqueue(_ events: [NetlinkEvent], settled: Bool, state: NetworkState)
     /// Whether the sink is told that a re-read ended without a change, by an empty settled
     /// batch.
     var wantsSettledMarkers: Bool { get }
@@ -22,6 +25,7 @@ protocol EventSink: AnyObject, Sendable {
 }
 
 extension EventSink {
+    func enqueue(_ events: [NetlinkEvent], settled: Bool, state: NetworkState) { enqueue(events, settled: settled) }
     var wantsSettledMarkers: Bool { false }
     var deliversOnSubscriptionThread: Bool { false }
     func deliverOnSubscriptionThread() {}
@@ -178,14 +182,72 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
 }
 
 /// An observer that feeds an `AsyncThrowingStream`.
+///
+/// It holds at most about `limit` events that the consumer has not taken. When a batch would
+/// pass that, the sink drops it and every later one, keeping only the state they led to; once
+/// the consumer has taken most of what waits, it hands over the differences between the state
+/// its events ended at and the latest one, then `.resynchronized(.overflow)`: what a kernel
+/// overflow does, one level up. The state is kept only from half the limit on, so that a
+/// consumer that keeps up never makes the subscription copy its state.
 final class StreamObserver: EventSink, Sendable {
     let continuation: AsyncThrowingStream<NetlinkEvent, any Error>.Continuation
+    private let limit: Int
+    /// Events handed to the stream and not yet taken by the consumer.
+    private let waiting = Atomic<Int>(0)
+    private let overflowing = Atomic<Bool>(false)
+    private let backlog = Mutex(Backlog())
 
-    init(continuation: AsyncThrowingStream<NetlinkEvent, any Error>.Continuation) {
-        self.continuation = continuation
+    private struct Backlog {
+        /// The state after the last batch the consumer was given (kept under pressure only).
+        var given: NetworkState?
+        /// The state after the last batch dropped, while overflowing.
+        var latest: NetworkState?
     }
 
+    init(continuation: AsyncThrowingStream<NetlinkEvent, any Error>.Continuation, limit: Int) {
+        self.continuation = continuation
+        self.limit = max(limit, 1)
+    }
+
+    /// The snapshot, when the sink is attached.
     func enqueue(_ events: [NetlinkEvent], settled: Bool) {
+        backlog.withLock { _ in give(events) }
+    }
+
+    func enqueue(_ events: [NetlinkEvent], settled: Bool, state: NetworkState) {
+        guard !events.isEmpty else { return }
+        backlog.withLock { backlog in
+            if overflowing.load(ordering: .relaxed) {
+                backlog.latest = state
+                return
+            }
+            let waitingNow = waiting.load(ordering: .acquiring)
+            // A batch into an empty stream always goes: the limit bounds what waits, not a batch.
+            if waitingNow > 0, waitingNow + events.count > limit, backlog.given != nil {
+                backlog.latest = state
+                overflowing.store(true, ordering: .releasing)
+                return
+            }
+            give(events)
+            backlog.given = waitingNow + events.count >= limit / 2 ? state : nil
+        }
+    }
+
+    /// Called by the iterator for each event it hands to the consumer.
+    func taken() {
+        let left = waiting.subtract(1, ordering: .acquiringAndReleasing).newValue
+        guard left <= limit / 4, overflowing.load(ordering: .acquiring) else { return }
+        backlog.withLock { backlog in
+            guard overflowing.load(ordering: .relaxed), let given = backlog.given, let latest = backlog.latest else { return }
+            give(latest.changes(since: given) + [.resynchronized(.overflow)])
+            backlog.given = nil
+            backlog.latest = nil
+            overflowing.store(false, ordering: .releasing)
+        }
+    }
+
+    private func give(_ events: [NetlinkEvent]) {
+        waiting.add(events.count, ordering: .acquiringAndReleasing)
         for event in events { continuation.yield(event) }
     }
 

@@ -53,7 +53,7 @@ final class Publisher: Sendable {
             shared.isSettled = settled
             return Array(shared.sinks.values)
         }
-        for sink in sinks { sink.enqueue(events, settled: settled) }
+        for sink in sinks { sink.enqueue(events, settled: settled, state: state) }
         deliverOnSubscriptionThread(to: sinks)
     }
 

@@ -1,0 +1,70 @@
+import Foundation
+import Netlink
+import NetnsTestSupport
+import Testing
+
+/// ``NetlinkSubscription/events(bufferLimit:)`` does not buffer without end for a consumer that
+/// sleeps through a storm: it drops the batches past its limit and, once the consumer has taken
+/// most of what waits, reports the differences and `resynchronized(.overflow)`.
+@Suite(.enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct SlowStreamConsumerTests {
+    @Test func aConsumerThatFallsBehindCatchesUpThroughAResynchronization() async throws {
+        try await withTestNamespace("slow") { ns in
+            // No IPv6: its addresses would come and go with the link.
+            _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+            try ns.batch(["link add va type veth peer name vb", "link set vb up"])
+            let index = try ns.index(of: "va")
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            var iterator = subscription.events(bufferLimit: 50).makeAsyncIterator()
+            guard case .snapshot(let snapshot)? = try await iterator.next() else {
+                Issue.record("the first event is the snapshot")
+                return
+            }
+            var links = snapshot.links
+            // Thirty changes wait for the consumer, then a storm of a thousand: more than the
+            // limit allows.
+            try ns.batch((1...30).map { "link set va mtu \(1300 + $0)" })
+            #expect(eventually { subscription.state.links[index]?.mtu == 1330 })
+            try ns.batch((0..<500).flatMap { _ in ["link set va up", "link set va down"] } + ["link set va up", "link set va mtu 1400"])
+            #expect(eventually { subscription.state.links[index]?.mtu == 1400 && subscription.state.links[index]?.isUp == true })
+            var received = 0
+            var resynchronized = false
+            // Until told of the resynchronization; a stream that buffered the whole storm (over
+            // 2 000 events) would hand over more than a thousand first.
+            while !resynchronized, received <= 1000, let event = try await iterator.next() {
+                received += 1
+                switch event {
+                case .link(.new(let link)), .link(.changed(_, let link)): links[link.index] = link
+                case .link(.removed(let link)): links[link.index] = nil
+                case .resynchronized(let reason):
+                    #expect(reason == .overflow)
+                    resynchronized = true
+                default: break
+                }
+            }
+            #expect(resynchronized, "the consumer was told it missed events")
+            #expect(received < 200, "at most about the limit waited: \(received) events, not the storm's thousand")
+            #expect(links == subscription.state.links, "the consumer's view equals the subscription's after the differences")
+            #expect(links[index]?.mtu == 1400 && links[index]?.isUp == true)
+        }
+    }
+
+    @Test func aStatesChangesSinceAnotherTurnOneIntoTheOther() {
+        func link(_ index: Int32, _ name: String) -> Link {
+            Link(index: index, name: name, arphrdType: .ether, flags: [], operState: .down, mtu: 1500)
+        }
+        let a = link(2, "eth0"), b = link(3, "wlan0"), c = link(4, "wwan0")
+        var renamed = a
+        renamed.name = "uplink0"
+        let old = NetworkState(links: [a, b], addresses: [], defaultRoutes: [])
+        var new = NetworkState(links: [renamed, c], addresses: [], defaultRoutes: [])
+        new.policyRules[.ipv4] = []
+        let changes = new.changes(since: old)
+        #expect(changes.contains(.link(.changed(old: a, new: renamed))))
+        #expect(changes.contains(.link(.new(c))))
+        #expect(changes.contains(.rulesChanged(.ipv4)))
+        #expect(changes.contains(.link(.removed(b))))
+        #expect(changes.count == 4)
+        #expect(new.changes(since: new).isEmpty)
+    }
+}
