@@ -67,7 +67,12 @@ public final class NetlinkSubscription: Sendable {
     public static func shared(namespace: NetworkNamespace = .current,
                               options: SubscriptionOptions = .init()) throws(NetlinkError) -> NetlinkSubscription {
         let identity = try namespace.identity()
-        return try registry.withLock { (entries) throws(NetlinkError) -> NetlinkSubscription in
+        // Every subscription the registry's weak references yield is held here until the lock
+        // is released: one whose last other reference goes meanwhile must not deinitialize (stop
+        // and join its thread) under the registry's lock.
+        var held: [NetlinkSubscription] = []
+        let subscription = try registry.withLock { (entries) throws(NetlinkError) -> NetlinkSubscription in
+            held = entries.values.compactMap(\.value)
             if let existing = entries[identity]?.value, existing.publisher.termination == nil {
                 return existing
             }
@@ -76,6 +81,8 @@ public final class NetlinkSubscription: Sendable {
             entries[identity] = WeakSubscription(value: created)
             return created
         }
+        withExtendedLifetime(held) {}
+        return subscription
     }
 
     /// The current links, addresses and default routes.

@@ -106,6 +106,26 @@ struct LifetimeTests {
         #expect(callbacks.load(ordering: .relaxed) == 1)
     }
 
+    @Test func aCancelledPathMonitorLetsGoOfAHandlerThatHoldsIt() throws {
+        let ns = try flappingNamespace("life2p")
+        defer { ns.delete() }
+        let paths = Atomic<Int>(0)
+        weak var weakMonitor: NetworkPathMonitor?
+        do {
+            let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+            weakMonitor = monitor
+            // The handler holds the monitor: a cycle until cancel() lets go of the handler.
+            monitor.pathUpdateHandler = { _ in
+                withExtendedLifetime(monitor) { _ = paths.add(1, ordering: .relaxed) }
+            }
+            monitor.start(queue: DispatchQueue(label: "test.cycle"))
+            #expect(eventually { paths.load(ordering: .relaxed) >= 1 })
+            monitor.cancel()
+            #expect(monitor.pathUpdateHandler == nil)
+        }
+        #expect(eventually { weakMonitor == nil }, "the cancelled monitor is freed")
+    }
+
     @Test func stopFromAnotherThreadWaitsForTheCallbackInFlight() throws {
         let ns = try flappingNamespace("life3")
         defer { ns.delete() }

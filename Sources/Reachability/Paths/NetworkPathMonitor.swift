@@ -133,7 +133,9 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         return true
     }
 
-    /// Stops the monitor for good. After it returns no handler runs.
+    /// Stops the monitor for good. After it returns no handler runs, and the monitor has let go
+    /// of ``pathUpdateHandler`` (as NWPathMonitor releases its handler on cancel), so a handler
+    /// that holds the monitor makes no cycle once it is cancelled.
     public func cancel() {
         let (observer, streams) = state.withLock { state -> (UInt64?, [AsyncStream<NetworkPath>.Continuation]) in
             state.cancelled = true
@@ -142,6 +144,7 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         }
         if let observer { engine?.stopObservingRounds(observer) }
         gate.close()
+        pathUpdateHandler = nil
         for stream in streams { stream.finish() }
     }
 
