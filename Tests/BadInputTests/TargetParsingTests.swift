@@ -11,7 +11,8 @@ import Testing
 /// `IPAddress(_:)` accepts, `.host` exactly for RFC 1123 host names (checked by an independent
 /// oracle: dot-separated labels of 1 to 63 letters, digits, `-` not at either end and `_`, at
 /// most 253 bytes, one trailing dot allowed, which is dropped, and not read as a number: no
-/// all-digit last label, not up to four C numbers), and throws for everything else:
+/// all-digit last label, not up to four C numbers), `.scopedAddress` exactly for an IPv6
+/// link-local literal, `%` and a name a Linux link can have, and throws for everything else:
 /// empty text, spaces, control characters, non-ASCII, over-long names and labels. The error's
 /// description is one line without control characters. Only the parser runs: nothing here
 /// resolves a name.
@@ -24,6 +25,8 @@ struct TargetParsingTests {
             let target = try ReachabilityTarget(parsing: text)
             if let address = IPAddress(text) {
                 #expect(target == .address(address), "\(shown)", sourceLocation: sourceLocation)
+            } else if let (address, scope) = scopedLinkLocal(text) {
+                #expect(target == .scopedAddress(address, interface: scope), "\(shown)", sourceLocation: sourceLocation)
             } else {
                 #expect(isRFC1123HostName(text), "\(shown) was accepted as \(target)", sourceLocation: sourceLocation)
                 let name = text.hasSuffix(".") ? String(text.dropLast()) : text
@@ -40,12 +43,26 @@ struct TargetParsingTests {
         }
     }
 
+    /// The oracle of scoped addresses: an IPv6 literal in fe80::/10, `%`, then 1 to 15 bytes of
+    /// printable ASCII other than `/`, `:` and `%`, and not `.` or `..` (the kernel's
+    /// `dev_valid_name`; a `%` makes the kernel number the name).
+    static func scopedLinkLocal(_ text: String) -> (IPAddress, String)? {
+        let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, let address = IPv6Address(String(parts[0])), address.octets[0] == 0xfe,
+              address.octets[1] & 0xc0 == 0x80 else { return nil }
+        let scope = String(parts[1])
+        guard (1...15).contains(scope.utf8.count), scope != ".", scope != "..",
+              scope.unicodeScalars.allSatisfy({ (0x21...0x7e).contains($0.value) && $0 != "/" && $0 != ":" && $0 != "%" }) else { return nil }
+        return (.v6(address), scope)
+    }
+
     /// Host names, addresses and near misses; some verdicts are asserted outright, so that a
     /// wrong oracle cannot pass silently.
     static let corpus: [String] = [
         "", ".", "..", "a", "a.", "a..", ".a", "a..b", "-a", "a-", "a-b", "_a", "a_b", "1", "1.2.3", "1.2.3.4", "127.1", "010.0.0.1",
         "999.1.1.1", "0x7f.1", "0X7F", "0x", "a.123", "1.2.3.4.5", "1e100.net", "a.0x1f", "0x7f.a",
-        "1.2.3.4.", "256.1.1.1", "::1", "[::1]", "[::1", "fe80::1%eth0", "example.com", "EXAMPLE.COM.",
+        "1.2.3.4.", "256.1.1.1", "::1", "[::1]", "[::1", "fe80::1%eth0", "fe80::1%2", "fe80::1%", "fe80::1%a/b", "fe80::1%..",
+        "fe80::1%" + String(repeating: "e", count: 16), "fe80::1%eth0%1", "2001:db8::1%eth0", "10.0.0.1%eth0", "%eth0", "example.com", "EXAMPLE.COM.",
         "exa mple.com", " example.com", "example.com ", "exa\tmple", "exa\u{0}mple", "example.com\u{0}",
         "exa\u{7f}mple", "exa\nmple", "exa\r\nmple", "bücher.example", "xn--bcher-kva.example", "例え.jp",
         "e\u{301}xample", "a\u{2028}b", "a\u{85}b", "a\u{1b}[31mred", "a/b", "a:b", "a@b", "a%b", "*.example",

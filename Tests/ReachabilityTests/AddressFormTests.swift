@@ -75,3 +75,47 @@ struct AddressFormTests {
         #expect(answer.interface?.name == "va", "the kernel names the link: \(kernel)")
     }
 }
+
+/// IPv6 link-local targets, which a socket reaches only through a named link.
+@Suite(.enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct ScopedAddressTests {
+    @Test func aLinkLocalAddressIsLookedUpThroughItsLink() async throws {
+        let ns = try TestNamespace("scope1")
+        defer { ns.delete() }
+        try ns.batch(["link add v0 type veth peer name v1", "link add p0 type veth peer name p1",
+                      "link set v0 up", "link set v1 up", "link set p0 up", "link set p1 up"])
+        #expect(eventually { (try? ns.ip("-6", "route", "show", "dev", "p0"))?.contains("fe80::/64") == true })
+        let probe = try ReachabilityProbe(namespace: try .named(ns.name))
+        let address = IPAddress("fe80::1")!
+        // Without a link the kernel refuses to send (connect(2) says EINVAL).
+        #expect(try await probe.answer(for: .address(address)).answer.reason == .scopeRequired)
+        for link in ["v0", "p0"] {
+            let (answer, _) = try await probe.answer(for: .scopedAddress(address, interface: link))
+            #expect(answer.flags == [.reachable, .isDirect] && answer.interface?.name == link, "\(answer)")
+        }
+        let index = try ns.index(of: "p0")
+        #expect(try await probe.answer(for: try ReachabilityTarget(parsing: "fe80::1%\(index)")).answer.interface?.name == "p0")
+        #expect(try await probe.answer(for: .scopedAddress(address, interface: "nosuch0")).answer.reason == .linkMissing)
+    }
+
+    @Test func aMonitorOfAScopedAddressFollowsItsLink() throws {
+        let ns = try TestNamespace("scope2")
+        defer { ns.delete() }
+        try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
+        let monitor = try Reachability(target: .scopedAddress(IPAddress("fe80::1")!, interface: "v0"), namespace: .named(ns.name))
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { deliveries.last?.isReachable == true })
+        try ns.ip("link", "set", "v1", "down")
+        #expect(eventually { deliveries.last?.reason == .noCarrier })
+        try ns.ip("link", "set", "v0", "down")
+        #expect(eventually { deliveries.last?.reason == .linkDown })
+        try ns.ip("link", "del", "v0")
+        #expect(eventually { deliveries.last?.reason == .linkMissing })
+        // A new link of that name: the scope names it, whatever its index.
+        try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
+        #expect(eventually { deliveries.last?.isReachable == true && deliveries.last?.interface?.name == "v0" })
+    }
+}

@@ -236,8 +236,13 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
     case noCarrier
     /// The route's link is dormant: it waits for authentication (802.1X, a Wi-Fi handshake).
     case dormant
-    /// The route's link is not among the namespace's links (it went away meanwhile).
+    /// The route's link is not among the namespace's links (it went away meanwhile), or a
+    /// scoped address names a link the namespace does not have.
     case linkMissing
+    /// An IPv6 link-local address without a link (`fe80::1` rather than `fe80::1%eth0`): the
+    /// kernel refuses to send to it (`EINVAL`), as it could leave through any link. Use
+    /// ``ReachabilityTarget/scopedAddress(_:interface:)``.
+    case scopeRequired
     /// No default route goes through a usable link (for "the internet").
     case noDefaultRoute
     /// The host name resolved to no address.
@@ -262,6 +267,7 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
         case .noCarrier: return "no carrier"
         case .dormant: return "link dormant"
         case .linkMissing: return "link missing"
+        case .scopeRequired: return "link-local address without a link (scope)"
         case .noDefaultRoute: return "no default route"
         case .unresolved: return "name not resolved"
         case .resolutionFailed(let error): return error.description

@@ -32,6 +32,29 @@ public enum ReachabilityEvaluator {
         }
     }
 
+    /// Whether a socket needs a link to send to `address`: an IPv6 link-local unicast address
+    /// (`fe80::/10`) without a scope id, which `connect(2)` refuses with `EINVAL`.
+    public static func needsScope(_ address: IPAddress) -> Bool {
+        if case .v6(let v6) = address { return v6.isLinkLocal }
+        return false
+    }
+
+    /// The link a scope names: by name, else by its index in decimal (as `getaddrinfo` reads
+    /// `fe80::1%2`); nil when the namespace has no such link.
+    public static func link(namedBy scope: String, in links: [Int32: Link]) -> Link? {
+        if let link = links.values.first(where: { $0.name == scope }) { return link }
+        return Int32(scope).flatMap { links[$0] }
+    }
+
+    /// `answer`, of a lookup through the link a scope named: the kernel finds no route through
+    /// a link that is down, which the answer says rather than "no route".
+    public static func scoped(_ answer: ReachabilityAnswer, through link: Link) -> ReachabilityAnswer {
+        guard answer.reason == .noRoute, !link.isUp else { return answer }
+        var answer = answer
+        answer.reason = .linkDown
+        return answer
+    }
+
     /// Evaluates a route the kernel chose through its first next hop (a lookup's answer has one;
     /// for each hop of a default route, see ``evaluateNexthops(of:links:classifications:)``).
     public static func evaluate(route: Route, address: IPAddress? = nil, links: [Int32: Link],

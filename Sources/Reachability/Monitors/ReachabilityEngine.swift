@@ -160,6 +160,7 @@ final class ReachabilityEngine: Sendable {
                 case .internet: return []
                 case .address(let address): return [address]
                 case .addressPair(_, let remote): return [remote]
+                case .scopedAddress(let address, _): return [address]
                 case .host: return entry.addresses ?? []
                 }
             })
@@ -587,7 +588,7 @@ final class ReachabilityEngine: Sendable {
         switch target {
         case .internet: return true
         case .address(let address): return affected(address)
-        case .addressPair(_, let remote): return affected(remote)
+        case .addressPair(_, let remote), .scopedAddress(let remote, _): return affected(remote)
         case .host:
             guard let addresses else { return true }
             return addresses.contains(where: affected)
@@ -618,7 +619,7 @@ final class ReachabilityEngine: Sendable {
                     }
                     destinations.insert(address)
                 case .host: destinations.formUnion(entry.addresses ?? [])
-                case .internet, .addressPair: break
+                case .internet, .addressPair, .scopedAddress: break
                 }
                 individual.append(target)
             }
@@ -818,7 +819,8 @@ final class ReachabilityEngine: Sendable {
         if let ended = snapshot.ended {
             var answer = ReachabilityAnswer.notReachable(.monitoringEnded(ended))
             switch target {
-            case .address(let address), .addressPair(_, let address): answer.setAddresses(to: address)
+            case .address(let address), .addressPair(_, let address), .scopedAddress(let address, _):
+                answer.setAddresses(to: address)
             case .host: answer.addresses = addresses ?? []
             case .internet: break
             }
@@ -826,13 +828,16 @@ final class ReachabilityEngine: Sendable {
         }
         let network = snapshot.network
         let classifications = snapshot.classifications
-        func lookup(_ destination: IPAddress, from source: IPAddress? = nil) -> ReachabilityAnswer {
+        func lookup(_ destination: IPAddress, from source: IPAddress? = nil, through outputLink: Int32? = nil) -> ReachabilityAnswer {
+            if outputLink == nil, ReachabilityEvaluator.needsScope(destination) {
+                return .notReachable(.scopeRequired, address: destination)
+            }
             do {
                 let result: RouteLookupResult
-                if source == nil, let prefetched = lookups?[destination] {
+                if source == nil, outputLink == nil, let prefetched = lookups?[destination] {
                     result = prefetched
                 } else {
-                    result = try connection.lookupRoute(to: destination, from: source)
+                    result = try connection.lookupRoute(to: destination, from: source, outputLinkIndex: outputLink)
                 }
                 return ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
                                                       classifications: classifications)
@@ -850,6 +855,12 @@ final class ReachabilityEngine: Sendable {
         case .addressPair(let local, let remote):
             var answer = lookup(remote, from: local)
             answer.setAddresses(to: remote)
+            return answer
+        case .scopedAddress(let address, let interface):
+            var answer = ReachabilityEvaluator.link(namedBy: interface, in: network.links).map {
+                ReachabilityEvaluator.scoped(lookup(address, through: $0.index), through: $0)
+            } ?? .notReachable(.linkMissing, address: address)
+            answer.setAddresses(to: address)
             return answer
         case .host:
             guard let addresses else {

@@ -55,6 +55,8 @@ public final class ReachabilityProbe: Sendable {
             return (try answer(to: [address], from: nil), [address])
         case .addressPair(let local, let remote):
             return (try answer(to: [remote], from: local), [remote])
+        case .scopedAddress(let address, let interface):
+            return (try answer(to: [address], from: nil, scope: interface), [address])
         case .host(let name):
             let addresses = try await BoundedResolution.resolve(name, with: resolver, timeout: resolutionTimeout).get()
             guard !addresses.isEmpty else { return (.notReachable(.unresolved), []) }
@@ -62,22 +64,35 @@ public final class ReachabilityProbe: Sendable {
         }
     }
 
-    /// The best answer over `addresses`, each looked up in the kernel.
-    func answer(to addresses: [IPAddress], from source: IPAddress?) throws(ReachabilityError) -> ReachabilityAnswer {
+    /// The best answer over `addresses`, each looked up in the kernel (through the link named
+    /// `scope`, if given; an unscoped link-local address is not looked up: it needs one).
+    func answer(to addresses: [IPAddress], from source: IPAddress?, scope: String? = nil) throws(ReachabilityError) -> ReachabilityAnswer {
         let links = try kernel { try connection.links() }
         let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        var lookups: [RouteLookupResult] = []
+        var outputLink: Link?
+        if let scope {
+            guard let link = ReachabilityEvaluator.link(namedBy: scope, in: byIndex) else {
+                var answer = ReachabilityAnswer.notReachable(.linkMissing)
+                answer.addresses = addresses
+                return answer
+            }
+            outputLink = link
+        }
+        var lookups: [RouteLookupResult?] = []
         for address in addresses {
-            lookups.append(try kernel { try connection.lookupRoute(to: address, from: source) })
+            if outputLink == nil, ReachabilityEvaluator.needsScope(address) { lookups.append(nil); continue }
+            lookups.append(try kernel { try connection.lookupRoute(to: address, from: source, outputLinkIndex: outputLink?.index) })
         }
         // Only the links the answers go out through are classified (and what they stack on).
         let used = lookups.compactMap { lookup -> Int32? in
-            if case .route(let route) = lookup { return route.outputLinkIndex }
+            if case .route(let route)? = lookup { return route.outputLinkIndex }
             return nil
         }
         let classifications = classifier.classifications(of: used, among: links)
         let answers = zip(addresses, lookups).map { address, lookup in
-            ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications)
+            guard let lookup else { return ReachabilityAnswer.notReachable(.scopeRequired, address: address) }
+            let answer = ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications)
+            return outputLink.map { ReachabilityEvaluator.scoped(answer, through: $0) } ?? answer
         }
         var best = ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
         best.addresses = addresses

@@ -18,14 +18,29 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// past the three words an `Any` holds without a box of its own, and every notification's
     /// userInfo holds the monitor's target.
     indirect case addressPair(local: IPAddress, remote: IPAddress)
+    /// An IPv6 link-local address on one link (`fe80::1%eth0`): the kernel's lookup through
+    /// that link (a socket's `sin6_scope_id`). `interface` is the link's name, or its index in
+    /// decimal when no link has that name; a link that is missing is answered as such, and the
+    /// answer follows the link when it comes back. A link-local address without a scope is not
+    /// reachable (``UnreachableReason/scopeRequired``): a socket cannot send to it.
+    indirect case scopedAddress(IPAddress, interface: String)
 
     /// Parses a command-line or configuration target: an IPv4 or IPv6 literal is an address,
     /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes) that does not
     /// read as a number: no all-digit last label (`999.1.1.1`), and not `inet_aton`'s shorthand
     /// for an IPv4 address (`127.1`, `010.0.0.1`, `0x7f.1`), which the resolver would take as one.
     /// - Throws: ``ReachabilityError/invalidTarget(_:)`` for empty or malformed text.
+    /// An IPv6 link-local literal may carry its link after a `%` (`fe80::1%eth0`, `fe80::1%2`);
+    /// other addresses may not.
     public init(parsing text: String) throws(ReachabilityError) {
         if let address = IPAddress(text) { self = .address(address); return }
+        if let percent = text.utf8.firstIndex(of: UInt8(ascii: "%")) {
+            let scope = String(text[text.index(after: percent)...])
+            guard case .v6(let v6)? = IPAddress(String(text[..<percent])), v6.isLinkLocal,
+                  Self.isValidInterfaceName(scope) else { throw .invalidTarget(text) }
+            self = .scopedAddress(.v6(v6), interface: scope)
+            return
+        }
         guard Self.isValidHostName(text) else { throw .invalidTarget(text) }
         self = .host(text.hasSuffix(".") ? String(text.dropLast()) : text)
     }
@@ -56,6 +71,18 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
         case .address(let address): return address.description
         case .host(let name): return name
         case .addressPair(let local, let remote): return "\(local) -> \(remote)"
+        case .scopedAddress(let address, let interface): return "\(address)%\(interface)"
+        }
+    }
+
+    /// Whether `name` can name a Linux link (the kernel's `dev_valid_name`): 1 to 15 bytes, not
+    /// `.` or `..`, without `/`, `:` or white space, and without `%` (which the kernel takes as
+    /// the `%d` of a name to number); printable ASCII here.
+    static func isValidInterfaceName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...15).contains(bytes.count), name != ".", name != ".." else { return false }
+        return bytes.allSatisfy { byte in
+            byte > 0x20 && byte < 0x7f && byte != UInt8(ascii: "/") && byte != UInt8(ascii: ":") && byte != UInt8(ascii: "%")
         }
     }
 
