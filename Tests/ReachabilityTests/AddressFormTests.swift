@@ -98,6 +98,27 @@ struct ScopedAddressTests {
         #expect(try await probe.answer(for: .scopedAddress(address, interface: "nosuch0")).answer.reason == .linkMissing)
     }
 
+    @Test func aLinkLocalNameServerIsReachedThroughItsLink() throws {
+        let ns = try TestNamespace("scope3")
+        defer { ns.delete() }
+        try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up",
+                      "address add 10.1.0.1/24 dev v0", "route add default via 10.1.0.2"])
+        #expect(eventually { (try? ns.ip("-6", "route", "show", "dev", "v0"))?.contains("fe80::/64") == true })
+        let directory = "/etc/netns/\(ns.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A router's advertised name server, as NetworkManager writes it.
+        try "nameserver fe80::1%v0\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        defer { monitor.cancel() }
+        #expect(eventually { monitor.currentPath.status == .satisfied && monitor.currentPath.supportsDNS })
+        // Without its link the resolver cannot use it.
+        try "nameserver fe80::1\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let unscoped = NetworkPathMonitor(namespace: try .named(ns.name))
+        defer { unscoped.cancel() }
+        #expect(unscoped.currentPath.status == .satisfied && !unscoped.currentPath.supportsDNS)
+    }
+
     @Test func aMonitorOfAScopedAddressFollowsItsLink() throws {
         let ns = try TestNamespace("scope2")
         defer { ns.delete() }

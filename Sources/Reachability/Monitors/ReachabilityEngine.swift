@@ -806,10 +806,10 @@ final class ReachabilityEngine: Sendable {
         Snapshot(network: network, classifications: classifier.classifications(ofLinksIn: network), ended: termination)
     }
 
-    /// The answer for an address target judged against `snapshot` (the path monitor's name
-    /// server check, which must see the same links as the path it belongs to).
-    func answer(for address: IPAddress, in snapshot: Snapshot) -> ReachabilityAnswer {
-        evaluate(.address(address), addresses: nil, in: snapshot)
+    /// The answer for an address target (or a scoped one) judged against `snapshot` (the path
+    /// monitor's name server check, which must see the same links as the path it belongs to).
+    func answer(for server: ReachabilityTarget, in snapshot: Snapshot) -> ReachabilityAnswer {
+        evaluate(server, addresses: nil, in: snapshot)
     }
 
     /// The pure part: the subscription's state, kernel lookups, classifications.

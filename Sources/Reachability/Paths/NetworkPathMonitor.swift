@@ -220,7 +220,7 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
 enum NameServers {
     /// `nameserver` addresses of `/etc/netns/NAME/resolv.conf` for a named namespace that has
     /// one (the file `ip netns exec` would use), else of `/etc/resolv.conf`.
-    static func configured(for namespace: NetworkNamespace) -> [IPAddress] {
+    static func configured(for namespace: NetworkNamespace) -> [ReachabilityTarget] {
         var paths = ["/etc/resolv.conf"]
         if let name = namespace.name { paths.insert("/etc/netns/\(name)/resolv.conf", at: 0) }
         for path in paths {
@@ -231,12 +231,14 @@ enum NameServers {
         return []
     }
 
-    static func parse(_ text: String) -> [IPAddress] {
+    /// The name servers as targets: an address, or a link-local address with its link
+    /// (`fe80::1%eth0`, which the resolver reaches through that link).
+    static func parse(_ text: String) -> [ReachabilityTarget] {
         text.split(whereSeparator: \.isNewline).compactMap { line in
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count >= 2, fields[0] == "nameserver" else { return nil }
-            // A scoped IPv6 server (fe80::1%eth0) is routed by its address.
-            return IPAddress(String(fields[1].split(separator: "%").first ?? fields[1]))
+            guard fields.count >= 2, fields[0] == "nameserver",
+                  let target = try? ReachabilityTarget(parsing: String(fields[1])), !target.isHost else { return nil }
+            return target
         }
     }
 }
