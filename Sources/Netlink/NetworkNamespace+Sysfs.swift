@@ -25,7 +25,7 @@ extension NetworkNamespace {
         defer { close(target) }
         let outcome = UnsafeTransfer<Result<T, NetlinkError>?>(nil)
         let description = self.description
-        runOnDedicatedThread(name: "sysfs \(description)") {
+        try runOnDedicatedThread(name: "sysfs \(description)") {
             var saved: Int32 = 0
             let step = cnetlink_enter_namespace_sysfs(target, &saved)
             if step == 0 {

@@ -66,7 +66,8 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     /// The caller owns the returned descriptor.
     func openDescriptor() throws(NetlinkError) -> Int32 {
         let file = path ?? "/proc/thread-self/ns/net"
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: a FIFO put where a namespace should be would wait for a writer forever.
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             let code = errno
             if code == EACCES || code == EPERM {
@@ -126,7 +127,7 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     static func perform<T>(in target: Int32, description: String,
                            _ body: @escaping @Sendable () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
         let outcome = UnsafeTransfer<Result<T, NetlinkError>?>(nil)
-        runOnDedicatedThread(name: "netns \(description)") {
+        try runOnDedicatedThread(name: "netns \(description)") {
             outcome.value = Result { () throws(NetlinkError) -> T in
                 try Self.enter(target, description: description)
                 return try body()
@@ -173,9 +174,10 @@ final class UnsafeTransfer<Value>: @unchecked Sendable {
 }
 
 /// Runs `body` on a new thread and waits until it has returned.
-func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Void) {
+/// - Throws: The error of ``startThread(name:_:)``; `body` has not run then.
+func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetlinkError) {
     let done = DispatchSemaphore(value: 0)
-    startThread(name: name) {
+    try startThread(name: name) {
         body()
         done.signal()
     }
@@ -183,7 +185,9 @@ func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Void) 
 }
 
 /// Starts a detached POSIX thread running `body`.
-func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
+/// - Throws: A ``NetlinkError`` with `pthread_create`'s error (`EAGAIN` at the process's or
+///   user's limit of threads); `body` is released without running.
+func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetlinkError) {
     final class Box { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
     let context = Unmanaged.passRetained(Box {
         cnetlink_set_thread_name(String(name.utf8.prefix(15)) ?? "netlink")
@@ -199,5 +203,8 @@ func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
         return nil
     }, context)
     pthread_attr_destroy(&attributes)
-    precondition(rc == 0, "pthread_create failed: \(rc)")
+    if rc != 0 {
+        Unmanaged<AnyObject>.fromOpaque(context).release()
+        throw NetlinkError(code: NetlinkError.failure.code, systemErrno: rc, context: "start a thread (\(name))")
+    }
 }

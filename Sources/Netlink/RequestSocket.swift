@@ -20,8 +20,10 @@ final class RequestSocket {
         guard let socket = nl_socket_alloc() else { throw .noMemory }
         let rc = nl_connect(socket, NETLINK_ROUTE)
         if rc < 0 {
+            // libnl's code for a failed socket(2) is "unspecific": errno says why (EMFILE, ...).
+            let reason = errno
             nl_socket_free(socket)
-            throw NetlinkError(libnlCode: rc, context: "connect netlink socket")
+            throw NetlinkError(code: abs(rc), systemErrno: reason, context: "connect netlink socket")
         }
         // Without this, libnl asks for an ACK after every request; a successful lookup's ACK
         // would then wait in the socket and be read as the answer to the next request. Dumps end

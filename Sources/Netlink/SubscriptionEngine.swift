@@ -42,7 +42,10 @@ final class SubscriptionEngine: @unchecked Sendable {
     @exclusivity(unchecked) private var addressCache: OpaquePointer?
     @exclusivity(unchecked) private var requests: RequestSocket?
     @exclusivity(unchecked) private var epollDescriptor: Int32 = -1
-    @exclusivity(unchecked) private var inotifyDescriptor: Int32 = -1
+    /// The watch of the namespace file's directory (the process's shared inotify instance),
+    /// which sets `namespaceFileTouched` and wakes the loop.
+    @exclusivity(unchecked) private var namespaceFileWatch: DirectoryWatch.Token?
+    private let namespaceFileTouched = Atomic<Bool>(false)
     /// A timer (timerfd) set for the soonest expiry of a kept default route: the kernel's
     /// lookups pass an expired route over without a message (see `expiryTimerFired`).
     @exclusivity(unchecked) private var expiryTimerDescriptor: Int32 = -1
@@ -109,13 +112,19 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
         let setup = UnsafeTransfer<Result<Void, NetlinkError>?>(nil)
         let ready = ConditionLock()
-        startThread(name: "netlink \(namespace)") {
-            engine.run(target: target) { result in
-                ready.withLock {
-                    setup.value = result
-                    ready.broadcast()
+        do {
+            try startThread(name: "netlink \(namespace)") {
+                engine.run(target: target) { result in
+                    ready.withLock {
+                        setup.value = result
+                        ready.broadcast()
+                    }
                 }
             }
+        } catch {
+            if target >= 0 { close(target) }
+            exitCoordinator.unregister(engine)
+            throw error
         }
         ready.withLock { while setup.value == nil { ready.wait() } }
         try setup.value!.get()
@@ -228,7 +237,10 @@ final class SubscriptionEngine: @unchecked Sendable {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_create1")
         }
         expiryTimerDescriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
-        for fd in [wakeDescriptor, nl_cache_mngr_get_fd(manager), inotifyDescriptor, expiryTimerDescriptor] where fd >= 0 {
+        guard expiryTimerDescriptor >= 0 else {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "timerfd_create")
+        }
+        for fd in [wakeDescriptor, nl_cache_mngr_get_fd(manager), expiryTimerDescriptor] where fd >= 0 {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
             event.data.fd = fd
@@ -246,7 +258,9 @@ final class SubscriptionEngine: @unchecked Sendable {
         receiveBuffer = .allocate(byteCount: max(options.messageBufferSize, MemoryLayout<nlmsghdr>.size),
                                   alignment: MemoryLayout<nlmsghdr>.alignment)
         var created: OpaquePointer?
-        try nlCheck(nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &created), "create cache manager")
+        try reserveManagerDescriptors()
+        let rc = nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &created)
+        if rc < 0 { throw NetlinkError(code: abs(rc), systemErrno: errno, context: "create cache manager") }
         manager = created
         setReceiveBuffer(nl_cache_mngr_get_fd(created), size: options.receiveBufferSize)
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_ROUTE.rawValue)), "join IPv4 route group")
@@ -265,6 +279,26 @@ final class SubscriptionEngine: @unchecked Sendable {
         try nlCheck(nl_cache_mngr_add(created, "route/addr", nil, nil, &addressCache), "add address cache")
     }
 
+    /// Makes sure the two descriptors that `nl_cache_mngr_alloc` opens (the notification
+    /// socket and its own socket for cache fills) are there, or throws the reason they are not.
+    /// libnl 3.7 frees the second socket twice when it cannot connect it, and aborts the
+    /// process (`BUG()` in `nl_cb_put`): with exactly one descriptor left under
+    /// `RLIMIT_NOFILE`, subscribing killed the program instead of failing. Two descriptors are
+    /// opened and closed right before the call; another thread that takes them in between can
+    /// still cause it.
+    private func reserveManagerDescriptors() throws(NetlinkError) {
+        let first = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let firstError = errno
+        let second = first >= 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1
+        let secondError = errno
+        if first >= 0 { close(first) }
+        if second >= 0 { close(second) }
+        guard first >= 0, second >= 0 else {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: first < 0 ? firstError : secondError,
+                               context: "create cache manager")
+        }
+    }
+
     private func setReceiveBuffer(_ fd: Int32, size: Int) {
         let value = Int32(clamping: size)
         if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, value) != 0 {
@@ -273,16 +307,23 @@ final class SubscriptionEngine: @unchecked Sendable {
     }
 
     /// Watches the directory of a namespace file, so that `ip netns del` ends the subscription.
+    /// Without the watch the deletion would never end it (its streams would wait forever, its
+    /// answers stay as they were), so no watch, no subscription.
     private func watchNamespaceFile() throws(NetlinkError) {
         guard let path = namespace.path, let slash = path.lastIndex(of: "/") else { return }
         let directory = slash == path.startIndex ? "/" : String(path[..<slash])
         guard !directory.hasPrefix("/proc") else { return }
-        inotifyDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard inotifyDescriptor >= 0 else { return }
         let mask = UInt32(IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)
-        if inotify_add_watch(inotifyDescriptor, directory, mask) < 0 {
-            close(inotifyDescriptor)
-            inotifyDescriptor = -1
+        do {
+            namespaceFileWatch = try DirectoryWatch.shared.watch([directory], mask: mask) { [weak self] _, _ in
+                guard let self else { return }
+                namespaceFileTouched.store(true, ordering: .releasing)
+                var one: UInt64 = 1
+                _ = write(wakeDescriptor, &one, 8)
+            }
+        } catch {
+            throw NetlinkError(code: error.code, systemErrno: error.systemErrno,
+                               context: "\(error.context), to follow the deletion of namespace \(namespace)")
         }
     }
 
@@ -315,13 +356,14 @@ final class SubscriptionEngine: @unchecked Sendable {
                 if fd == wakeDescriptor {
                     var value: UInt64 = 0
                     _ = read(wakeDescriptor, &value, 8)
+                    if namespaceFileTouched.exchange(false, ordering: .acquiringAndReleasing), namespaceWasDeleted() {
+                        ending = NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
+                        return
+                    }
                     publisher.deliverOnSubscriptionThread()
                 } else if fd == netlinkDescriptor {
                     messagesSinceWake = 0
                     readNotifications()
-                } else if fd == inotifyDescriptor, namespaceWasDeleted() {
-                    ending = NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
-                    return
                 } else if fd == expiryTimerDescriptor {
                     expiryTimerFired()
                 }
@@ -482,11 +524,11 @@ final class SubscriptionEngine: @unchecked Sendable {
         eventSocket = nil
         requests = nil
         if epollDescriptor >= 0 { close(epollDescriptor) }
-        if inotifyDescriptor >= 0 { close(inotifyDescriptor) }
+        if let namespaceFileWatch { DirectoryWatch.shared.cancel(namespaceFileWatch) }
+        namespaceFileWatch = nil
         if expiryTimerDescriptor >= 0 { close(expiryTimerDescriptor) }
         expiryTimerDescriptor = -1
         epollDescriptor = -1
-        inotifyDescriptor = -1
     }
 
     // MARK: Changes
@@ -922,8 +964,6 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     /// True when the namespace file is gone or now names another namespace.
     private func namespaceWasDeleted() -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while read(inotifyDescriptor, &buffer, buffer.count) > 0 {}
         guard let path = namespace.path else { return false }
         var info = stat()
         guard stat(path, &info) == 0 else { return true }

@@ -76,7 +76,8 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// the path may use (or it is an address of this host: a local stub resolver). A
     /// ``NetworkPathMonitor`` judges it again when `resolv.conf` is rewritten (inotify on its
     /// directories: `/etc`, `/etc/netns/NAME` if it exists when the monitor starts, and the
-    /// directory `/etc/resolv.conf` links to).
+    /// directory `/etc/resolv.conf` links to). Where inotify is not available (the user's
+    /// `max_user_instances` are used up), it is judged again at the next kernel change only.
     public var supportsDNS: Bool
 
     /// A path as given.

@@ -1,0 +1,116 @@
+import Glibc
+import Synchronization
+
+/// One inotify instance for the whole process, shared by everything that follows files in a
+/// few directories: the subscriptions of named namespaces (`/run/netns`, for `ip netns del`) and
+/// the path monitors' resolver configuration (`/etc`, `/etc/netns/NAME`).
+///
+/// A user has 128 inotify instances by default (`/proc/sys/fs/inotify/max_user_instances`),
+/// which desktops and container hosts use up; one per subscription ran out at the 129th
+/// namespace followed. Here the process takes one, whatever it follows.
+///
+/// A thread of its own, started with the first watch, waits in `read(2)` on the descriptor and
+/// hands each watcher the names touched in its directories: nothing runs while nothing changes.
+/// (Not a dispatch source: libdispatch's event loop cannot start without free descriptors, and
+/// stops the process then, where a subscription must fail with an error.) Watches are added with
+/// `IN_MASK_ADD` and kept until their directory goes (the kernel then drops them).
+package final class DirectoryWatch: Sendable {
+    /// The process's instance.
+    package static let shared = DirectoryWatch()
+
+    /// What ``watch(_:mask:handler:)`` returns, to ``cancel(_:)`` with.
+    package struct Token: Hashable, Sendable {
+        let id: UInt64
+    }
+
+    private struct Watcher {
+        var directories: Set<String>
+        var handler: @Sendable (_ directory: String, _ names: [String]) -> Void
+    }
+
+    private struct State {
+        var descriptor: Int32 = -1
+        var directories: [Int32: String] = [:]
+        var watchers: [UInt64: Watcher] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Calls `handler` on the watch's own thread with a directory of `directories` and the names
+    /// of the entries in it that an event of `mask` touched. Directories that do not exist are
+    /// left out.
+    /// - Throws: A ``NetlinkError`` with the system's reason when inotify cannot be set up or
+    ///   none of the directories can be watched.
+    package func watch(_ directories: [String], mask: UInt32,
+                       handler: @escaping @Sendable (_ directory: String, _ names: [String]) -> Void) throws(NetlinkError) -> Token {
+        try state.withLock { (state) throws(NetlinkError) -> Token in
+            if state.descriptor < 0 {
+                let descriptor = inotify_init1(Int32(IN_CLOEXEC))
+                guard descriptor >= 0 else {
+                    throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "inotify_init1")
+                }
+                do throws(NetlinkError) {
+                    try startThread(name: "inotify") { [self] in
+                        while true { deliver(descriptor) }
+                    }
+                } catch {
+                    close(descriptor)
+                    throw error
+                }
+                state.descriptor = descriptor
+            }
+            var watched: Set<String> = []
+            var failure: Int32 = 0
+            for directory in Set(directories) {
+                let wd = inotify_add_watch(state.descriptor, directory, mask | UInt32(IN_MASK_ADD))
+                if wd < 0 { failure = errno; continue }
+                state.directories[wd] = directory
+                watched.insert(directory)
+            }
+            guard !watched.isEmpty else {
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: failure,
+                                   context: "inotify_add_watch \(directories.joined(separator: ", "))")
+            }
+            state.nextID += 1
+            state.watchers[state.nextID] = Watcher(directories: watched, handler: handler)
+            return Token(id: state.nextID)
+        }
+    }
+
+    /// Stops calling the watcher's handler (one running now may finish).
+    package func cancel(_ token: Token) {
+        _ = state.withLock { $0.watchers.removeValue(forKey: token.id) }
+    }
+
+    /// Waits for events, then hands each watcher the names touched in its directories.
+    private func deliver(_ descriptor: Int32) {
+        var touched: [String: [String]] = [:]
+        var gone: [Int32] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { return }  // EINTR
+        let directories = state.withLock { $0.directories }
+        var offset = 0
+        while offset + MemoryLayout<inotify_event>.size <= count {
+            let (wd, mask, length) = buffer.withUnsafeBytes { raw -> (Int32, UInt32, Int) in
+                let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                return (event.wd, event.mask, Int(event.len))
+            }
+            let start = offset + MemoryLayout<inotify_event>.size
+            let nameBytes = buffer[start..<min(start + length, count)].prefix { $0 != 0 }
+            if let directory = directories[wd] {
+                touched[directory, default: []].append(String(decoding: nameBytes, as: UTF8.self))
+            }
+            if mask & UInt32(IN_IGNORED) != 0 { gone.append(wd) }
+            offset = start + length
+        }
+        let watchers = state.withLock { state in
+            for wd in gone { state.directories[wd] = nil }
+            return Array(state.watchers.values)
+        }
+        for (directory, names) in touched {
+            for watcher in watchers where watcher.directories.contains(directory) { watcher.handler(directory, names) }
+        }
+    }
+}
