@@ -24,13 +24,14 @@ package final class DirectoryWatch: Sendable {
     }
 
     private struct Watcher {
-        var directories: Set<String>
+        /// The kernel's watch descriptor of each directory: two spellings of one directory
+        /// (`/var/run/netns` and `/run/netns`) share one, which names the directory last added.
+        var directories: [Int32: String]
         var handler: @Sendable (_ directory: String, _ names: [String]) -> Void
     }
 
     private struct State {
         var descriptor: Int32 = -1
-        var directories: [Int32: String] = [:]
         var watchers: [UInt64: Watcher] = [:]
         var nextID: UInt64 = 0
     }
@@ -38,8 +39,8 @@ package final class DirectoryWatch: Sendable {
     private let state = Mutex(State())
 
     /// Calls `handler` on the watch's own thread with a directory of `directories` and the names
-    /// of the entries in it that an event of `mask` touched. Directories that do not exist are
-    /// left out.
+    /// of the entries in it that an event of `mask` touched (no names when the kernel's event
+    /// queue overflowed: anything may have changed). Directories that do not exist are left out.
     /// - Throws: A ``NetlinkError`` with the system's reason when inotify cannot be set up or
     ///   none of the directories can be watched.
     package func watch(_ directories: [String], mask: UInt32,
@@ -60,13 +61,12 @@ package final class DirectoryWatch: Sendable {
                 }
                 state.descriptor = descriptor
             }
-            var watched: Set<String> = []
+            var watched: [Int32: String] = [:]
             var failure: Int32 = 0
             for directory in Set(directories) {
                 let wd = inotify_add_watch(state.descriptor, directory, mask | UInt32(IN_MASK_ADD))
                 if wd < 0 { failure = errno; continue }
-                state.directories[wd] = directory
-                watched.insert(directory)
+                watched[wd] = directory
             }
             guard !watched.isEmpty else {
                 throw NetlinkError(code: NetlinkError.failure.code, systemErrno: failure,
@@ -85,12 +85,11 @@ package final class DirectoryWatch: Sendable {
 
     /// Waits for events, then hands each watcher the names touched in its directories.
     private func deliver(_ descriptor: Int32) {
-        var touched: [String: [String]] = [:]
-        var gone: [Int32] = []
+        var touched: [Int32: [String]] = [:]
+        var overflowed = false
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = read(descriptor, &buffer, buffer.count)
         guard count > 0 else { return }  // EINTR
-        let directories = state.withLock { $0.directories }
         var offset = 0
         while offset + MemoryLayout<inotify_event>.size <= count {
             let (wd, mask, length) = buffer.withUnsafeBytes { raw -> (Int32, UInt32, Int) in
@@ -99,18 +98,19 @@ package final class DirectoryWatch: Sendable {
             }
             let start = offset + MemoryLayout<inotify_event>.size
             let nameBytes = buffer[start..<min(start + length, count)].prefix { $0 != 0 }
-            if let directory = directories[wd] {
-                touched[directory, default: []].append(String(decoding: nameBytes, as: UTF8.self))
-            }
-            if mask & UInt32(IN_IGNORED) != 0 { gone.append(wd) }
+            if mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true }
+            if wd >= 0 { touched[wd, default: []].append(String(decoding: nameBytes, as: UTF8.self)) }
             offset = start + length
         }
-        let watchers = state.withLock { state in
-            for wd in gone { state.directories[wd] = nil }
-            return Array(state.watchers.values)
-        }
-        for (directory, names) in touched {
-            for watcher in watchers where watcher.directories.contains(directory) { watcher.handler(directory, names) }
+        let watchers = state.withLock { Array($0.watchers.values) }
+        for watcher in watchers {
+            for (wd, directory) in watcher.directories {
+                if overflowed {
+                    watcher.handler(directory, [])
+                } else if let names = touched[wd] {
+                    watcher.handler(directory, names)
+                }
+            }
         }
     }
 }

@@ -236,7 +236,10 @@ final class StreamObserver: EventSink, Sendable {
     /// Called by the iterator for each event it hands to the consumer.
     func taken() {
         let left = waiting.subtract(1, ordering: .acquiringAndReleasing).newValue
-        guard left <= limit / 4, overflowing.load(ordering: .acquiring) else { return }
+        // `overflowing` is read under the lock that sets it: read before, a batch that overflows
+        // while the consumer takes the last waiting event would leave nothing to take, and so no
+        // later call here to hand over the differences.
+        guard left <= limit / 4 else { return }
         backlog.withLock { backlog in
             guard overflowing.load(ordering: .relaxed), let given = backlog.given, let latest = backlog.latest else { return }
             give(latest.changes(since: given) + [.resynchronized(.overflow)])

@@ -17,13 +17,13 @@ import Synchronization
 final class SubscriptionEngine: @unchecked Sendable {
     // @unchecked Sendable: the properties under "loop thread only" are created, read and freed by
     // the loop thread alone (between `start` and the end of `run`), and libnl's callbacks run on
-    // it too. Other threads touch only `wakeDescriptor` (an eventfd, safe to write from any
-    // thread; closed in deinit, when no thread can reach the engine), the atomics, and
-    // `completion`, which has its own lock.
+    // it too. Other threads touch only `wake` (an eventfd, safe to write from any thread, closed
+    // when its last holder goes), the atomics, and `completion`, which has its own lock.
     let namespace: NetworkNamespace
     let options: SubscriptionOptions
     let publisher: Publisher
-    private let wakeDescriptor: Int32
+    private let wake: WakeSignal
+    private var wakeDescriptor: Int32 { wake.descriptor }
     private let exitCoordinator: ExitCoordinator
     private let stopRequested = Atomic<Bool>(false)
     /// Whether the process's exit asked the loop to end (its observers are then not told).
@@ -43,9 +43,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     @exclusivity(unchecked) private var requests: RequestSocket?
     @exclusivity(unchecked) private var epollDescriptor: Int32 = -1
     /// The watch of the namespace file's directory (the process's shared inotify instance),
-    /// which sets `namespaceFileTouched` and wakes the loop.
+    /// which sets `wake.namespaceFileTouched` and wakes the loop.
     @exclusivity(unchecked) private var namespaceFileWatch: DirectoryWatch.Token?
-    private let namespaceFileTouched = Atomic<Bool>(false)
     /// A timer (timerfd) set for the soonest expiry of a kept default route: the kernel's
     /// lookups pass an expired route over without a message (see `expiryTimerFired`).
     @exclusivity(unchecked) private var expiryTimerDescriptor: Int32 = -1
@@ -83,13 +82,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         self.options = options
         self.publisher = publisher
         self.exitCoordinator = exitCoordinator
-        wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        if wakeDescriptor < 0 {
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "eventfd")
-        }
+        wake = try WakeSignal()
     }
-
-    deinit { close(wakeDescriptor) }
 
     /// Starts the loop thread and returns once the initial state is read and published.
     ///
@@ -315,11 +309,12 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard !directory.hasPrefix("/proc") else { return }
         let mask = UInt32(IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)
         do {
-            namespaceFileWatch = try DirectoryWatch.shared.watch([directory], mask: mask) { [weak self] _, _ in
-                guard let self else { return }
-                namespaceFileTouched.store(true, ordering: .releasing)
-                var one: UInt64 = 1
-                _ = write(wakeDescriptor, &one, 8)
+            // The handler holds the wake signal, not the engine: it may run once more after the
+            // watch is cancelled, and the eventfd stays open while it does.
+            let wake = self.wake
+            namespaceFileWatch = try DirectoryWatch.shared.watch([directory], mask: mask) { _, _ in
+                wake.namespaceFileTouched.store(true, ordering: .releasing)
+                wake.signal()
             }
         } catch {
             throw NetlinkError(code: error.code, systemErrno: error.systemErrno,
@@ -356,7 +351,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 if fd == wakeDescriptor {
                     var value: UInt64 = 0
                     _ = read(wakeDescriptor, &value, 8)
-                    if namespaceFileTouched.exchange(false, ordering: .acquiringAndReleasing), namespaceWasDeleted() {
+                    if wake.namespaceFileTouched.exchange(false, ordering: .acquiringAndReleasing), namespaceWasDeleted() {
                         ending = NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
                         return
                     }
@@ -969,5 +964,31 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard stat(path, &info) == 0 else { return true }
         guard let identity = namespaceIdentity else { return false }
         return UInt64(info.st_dev) != identity.device || UInt64(info.st_ino) != identity.inode
+    }
+}
+
+/// The eventfd that wakes a subscription's loop from other threads, with the flag that says the
+/// namespace file's directory changed. Its own object, so that whoever may still signal it (the
+/// directory watch's handler) keeps the descriptor open, and the engine needs no weak
+/// reference for that.
+final class WakeSignal: Sendable {
+    let descriptor: Int32
+    /// Set by the directory watch before it signals: the loop checks whether the namespace's
+    /// file is gone.
+    let namespaceFileTouched = Atomic<Bool>(false)
+
+    init() throws(NetlinkError) {
+        descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        if descriptor < 0 {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "eventfd")
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Wakes the loop.
+    func signal() {
+        var one: UInt64 = 1
+        _ = write(descriptor, &one, 8)
     }
 }

@@ -8,14 +8,16 @@ struct CheckCommand: AsyncParsableCommand {
         commandName: "check",
         abstract: "Tell whether a target is reachable now, with its flags, link and gateway.",
         discussion: """
-            TARGET is an IPv4 or IPv6 address or a host name; without one, the internet (a default \
+            TARGET is an IPv4 or IPv6 address (a link-local one with its link: fe80::1%eth0) or a \
+            host name; without one, the internet (a default \
             route through a usable link). The answer is the kernel's route lookup (`ip route get`, \
             policy rules included) and the state of the link it picks. Host names are resolved in \
-            the namespace (its /etc/netns/NAME/hosts first). Exit status: 0 reachable, 1 not \
+            the namespace (its /etc/netns/NAME/hosts first, then the name servers of its \
+            /etc/netns/NAME/resolv.conf if it has one). Exit status: 0 reachable, 1 not \
             reachable, 2 bad input or an error.
             """)
 
-    @Argument(help: "An IPv4 or IPv6 address or a host name (default: the internet).")
+    @Argument(help: "An IPv4 or IPv6 address (fe80::1%eth0 for a link-local one) or a host name (default: the internet).")
     var target: String?
 
     @Flag(help: "Print one JSON object.")

@@ -9,7 +9,8 @@ struct WatchCommand: ParsableCommand {
         commandName: "watch",
         abstract: "Print the answer for each target now, then one line per change.",
         discussion: """
-            Each TARGET is an IPv4 or IPv6 address or a host name; without one, the internet. \
+            Each TARGET is an IPv4 or IPv6 address (a link-local one with its link: fe80::1%eth0) or \
+            a host name; without one, the internet. \
             With --json every line is a `check` object plus "time" (ISO 8601). Lines are \
             flushed one by one. Runs until interrupted; if the namespace is deleted, the last \
             lines say "monitoring ended" and reach exits with status 2.
@@ -88,7 +89,7 @@ struct WaitCommand: ParsableCommand {
         abstract: "Wait until a target is reachable (exit 0), or until the timeout (exit 1).",
         discussion: "Waits on kernel events, never by polling. Without a timeout it waits forever.")
 
-    @Argument(help: "An IPv4 or IPv6 address or a host name (default: the internet).")
+    @Argument(help: "An IPv4 or IPv6 address (fe80::1%eth0 for a link-local one) or a host name (default: the internet).")
     var target: String?
 
     @Option(help: ArgumentHelp("Give up after this many seconds (exit 1).", valueName: "SECONDS"))

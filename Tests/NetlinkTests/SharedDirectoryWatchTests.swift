@@ -1,5 +1,6 @@
 import Foundation
-import Netlink
+import Glibc
+@testable import Netlink
 import NetnsTestSupport
 import Testing
 
@@ -12,6 +13,24 @@ struct SharedDirectoryWatchTests {
     private func inotifyInstances() -> Int {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return entries.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == "anon_inode:inotify" }.count
+    }
+
+    @Test func twoSpellingsOfOneDirectoryAreBothTold() throws {
+        // The kernel keys a watch by inode: /var/run/netns and /run/netns share one.
+        let base = NSTemporaryDirectory() + "directory-watch-\(getpid())"
+        try FileManager.default.createDirectory(atPath: base + "/real", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try FileManager.default.createSymbolicLink(atPath: base + "/alias", withDestinationPath: base + "/real")
+        let told = Locked<[String]>([])
+        let alias = try DirectoryWatch.shared.watch([base + "/alias"], mask: UInt32(IN_CREATE)) { directory, _ in
+            told.withLock { $0.append(directory) }
+        }
+        let real = try DirectoryWatch.shared.watch([base + "/real"], mask: UInt32(IN_CREATE)) { directory, _ in
+            told.withLock { $0.append(directory) }
+        }
+        defer { DirectoryWatch.shared.cancel(alias); DirectoryWatch.shared.cancel(real) }
+        #expect(FileManager.default.createFile(atPath: base + "/real/file", contents: nil))
+        #expect(eventually { Set(told.withLock { $0 }) == [base + "/alias", base + "/real"] }, "\(told.withLock { $0 })")
     }
 
     @Test func namespacesFollowedShareOneInotifyInstanceAndEachEndsAlone() throws {

@@ -1,5 +1,5 @@
 import Foundation
-import Netlink
+@testable import Netlink
 import NetnsTestSupport
 import Testing
 
@@ -47,6 +47,44 @@ struct SlowStreamConsumerTests {
             #expect(links == subscription.state.links, "the consumer's view equals the subscription's after the differences")
             #expect(links[index]?.mtu == 1400 && links[index]?.isUp == true)
         }
+    }
+
+    @Test func aBatchThatOverflowsAsTheLastEventIsTakenStillEndsInAResynchronization() async throws {
+        // A batch that overflows the buffer while the consumer takes the last waiting event: the
+        // consumer's check of the overflow once came before the producer set it, and then no
+        // event was left to take, so the stream handed over nothing more, ever.
+        @Sendable func state(_ mtu: UInt32) -> NetworkState {
+            NetworkState(links: [Link(index: 2, name: "eth0", arphrdType: .ether, flags: [], operState: .down, mtu: mtu)],
+                         addresses: [], defaultRoutes: [])
+        }
+        let (stream, continuation) = AsyncThrowingStream<NetlinkEvent, any Error>.makeStream()
+        let sink = StreamObserver(continuation: continuation, limit: 2)
+        sink.enqueue([.snapshot(state(0))], settled: true)
+        let last: UInt32 = 40_000
+        let seen = Task {
+            var mtu: UInt32 = 0
+            for try await event in NetlinkEventStream(base: stream, sink: sink) {
+                if case .link(.changed(_, let link)) = event { mtu = link.mtu }
+                if mtu == last { return true }
+            }
+            return false
+        }
+        Thread.detachNewThread {
+            for burst in 1...Int(last) / 2 {
+                let first = UInt32(burst * 2 - 1)
+                let events: [NetlinkEvent] = [first, first + 1].map { mtu in
+                    .link(.changed(old: state(mtu - 1).links[2]!, new: state(mtu).links[2]!))
+                }
+                sink.enqueue(events, settled: true, state: state(first + 1))
+                if burst % 64 == 0 { sched_yield() }
+            }
+        }
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(10))
+            continuation.finish()
+        }
+        #expect(try await seen.value, "the consumer reached the last state")
+        deadline.cancel()
     }
 
     @Test func aStatesChangesSinceAnotherTurnOneIntoTheOther() {

@@ -64,6 +64,26 @@ import Testing
         #expect(signalled(closedAgain))
     }
 
+    @Test func twoCallbacksThatBothCloseDoNotWaitForEachOther() {
+        // On a concurrent queue two rounds' callbacks may both stop the monitor
+        // (`whenReachable = { $0.stopListening() }`): each close once waited for the other.
+        let gate = CallbackGate()
+        let generation = gate.open()
+        let inside = DispatchGroup(), closed = DispatchSemaphore(value: 0)
+        for _ in 0..<2 { inside.enter() }
+        for _ in 0..<2 {
+            Thread.detachNewThread {
+                gate.run(generation: generation) {
+                    inside.leave()
+                    _ = inside.wait(timeout: .now() + .seconds(10))  // both are inside
+                    gate.close()
+                    closed.signal()
+                }
+            }
+        }
+        #expect(signalled(closed) && signalled(closed), "both closes returned")
+    }
+
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func aPathHandlerOnAConcurrentQueueRunsOnePathAtATimeAndCanCancel() throws {
         let ns = try wiredNamespace("conc1")

@@ -15,8 +15,9 @@ final class CallbackGate: @unchecked Sendable {
     /// The thread of each running callback (one entry per callback: a thread can run one
     /// inside another's synchronous call).
     @exclusivity(unchecked) private var runningThreads: [pthread_t] = []
-    /// Threads waiting in ``close()``: a callback that ends wakes them only when there are any.
-    @exclusivity(unchecked) private var closers = 0
+    /// The threads inside ``close()``: a callback that ends wakes them only when there are any,
+    /// and a close does not wait for a callback whose thread is closing too.
+    @exclusivity(unchecked) private var closers: [pthread_t] = []
 
     /// The generation to pass to ``run(generation:_:)``; a later ``close()`` invalidates it.
     var generation: Int {
@@ -49,24 +50,29 @@ final class CallbackGate: @unchecked Sendable {
             if let index = runningThreads.lastIndex(where: { pthread_equal($0, thread) != 0 }) {
                 runningThreads.remove(at: index)
             }
-            if closers > 0 { condition.broadcast() }
+            if !closers.isEmpty { condition.broadcast() }
             condition.unlock()
         }
         body()
         return true
     }
 
-    /// Invalidates the current generation and waits until no callback runs on another thread
-    /// (one running on the caller's thread is the caller's own).
+    /// Invalidates the current generation and waits until no callback runs on another thread,
+    /// except one whose thread is closing too (two callbacks that both stop, on a concurrent
+    /// queue, would otherwise wait for each other forever). One running on the caller's thread
+    /// is the caller's own.
     func close() {
         condition.lock()
         defer { condition.unlock() }
         currentGeneration += 1
         let me = pthread_self()
-        while runningThreads.contains(where: { pthread_equal($0, me) == 0 }) {
-            closers += 1
+        closers.append(me)
+        condition.broadcast()  // a close waiting for this thread's callback need not any more
+        defer { closers.remove(at: closers.lastIndex { pthread_equal($0, me) != 0 }!) }
+        while runningThreads.contains(where: { thread in
+            pthread_equal(thread, me) == 0 && !closers.contains { pthread_equal($0, thread) != 0 }
+        }) {
             condition.wait()
-            closers -= 1
         }
     }
 }

@@ -809,7 +809,9 @@ final class ReachabilityEngine: Sendable {
     /// The answer for an address target (or a scoped one) judged against `snapshot` (the path
     /// monitor's name server check, which must see the same links as the path it belongs to).
     func answer(for server: ReachabilityTarget, in snapshot: Snapshot) -> ReachabilityAnswer {
-        evaluate(server, addresses: nil, in: snapshot)
+        // Unmapped, but not judged: a name server at 0.0.0.0 is this host, not the internet.
+        if case .address(let address) = server { return evaluate(.address(address.unmapped), addresses: nil, in: snapshot) }
+        return evaluate(server, addresses: nil, in: snapshot)
     }
 
     /// The pure part: the subscription's state, kernel lookups, classifications.

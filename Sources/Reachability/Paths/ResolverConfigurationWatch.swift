@@ -28,7 +28,8 @@ final class ResolverConfigurationWatch: Sendable {
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
         let watchedNames = names
         guard let token = try? DirectoryWatch.shared.watch(directories, mask: mask, handler: { _, touched in
-            if touched.contains(where: watchedNames.contains) { queue.async { changed() } }
+            // No names: the kernel's event queue overflowed, and the file may have changed.
+            if touched.isEmpty || touched.contains(where: watchedNames.contains) { queue.async { changed() } }
         }) else { return nil }
         self.token = token
     }

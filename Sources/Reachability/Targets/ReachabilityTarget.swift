@@ -29,9 +29,9 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes) that does not
     /// read as a number: no all-digit last label (`999.1.1.1`), and not `inet_aton`'s shorthand
     /// for an IPv4 address (`127.1`, `010.0.0.1`, `0x7f.1`), which the resolver would take as one.
+    /// An IPv6 link-local literal may carry its link after a `%` (`fe80::1%eth0`, `fe80::1%2`):
+    /// a ``scopedAddress(_:interface:)``; other addresses may not.
     /// - Throws: ``ReachabilityError/invalidTarget(_:)`` for empty or malformed text.
-    /// An IPv6 link-local literal may carry its link after a `%` (`fe80::1%eth0`, `fe80::1%2`);
-    /// other addresses may not.
     public init(parsing text: String) throws(ReachabilityError) {
         if let address = IPAddress(text) { self = .address(address); return }
         if let percent = text.utf8.firstIndex(of: UInt8(ascii: "%")) {

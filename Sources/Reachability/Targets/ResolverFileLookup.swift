@@ -49,8 +49,13 @@ enum ResolverFileLookup {
             }
         }, Unmanaged.passUnretained(outcome).toOpaque())
         while outcome.status == nil {
-            wait(on: channel)
+            guard wait(on: channel) else {
+                // Nothing to wait for (no socket, no timeout) or poll(2) failed: c-ares cannot
+                // finish; its channel is destroyed, which ends the lookup.
+                return .failure(.resolutionFailed(host: host, message: "the lookup stalled (\(String(cString: strerror(errno))))"))
+            }
         }
+        withExtendedLifetime(outcome) {}
         switch outcome.status {
         case ARES_SUCCESS?: return .success(outcome.addresses)
         case ARES_ENOTFOUND?, ARES_ENODATA?: return .success([])
@@ -66,8 +71,9 @@ enum ResolverFileLookup {
         var addresses: [IPAddress] = []
     }
 
-    /// Waits for the channel's sockets or its next timeout and lets c-ares process what came.
-    private static func wait(on channel: ares_channel) {
+    /// Waits for the channel's sockets or its next timeout and lets c-ares process what came;
+    /// false when there is nothing to wait for or `poll(2)` fails.
+    private static func wait(on channel: ares_channel) -> Bool {
         let slots = Int(ARES_GETSOCK_MAXNUM)
         var sockets = [ares_socket_t](repeating: ARES_SOCKET_BAD, count: slots)
         let bits = ares_getsock(channel, &sockets, Int32(slots))
@@ -84,19 +90,21 @@ enum ResolverFileLookup {
         if let next = ares_timeout(channel, nil, &interval) {
             milliseconds = Int32(clamping: next.pointee.tv_sec * 1000 + Int(next.pointee.tv_usec + 999) / 1000)
         } else {
-            milliseconds = descriptors.isEmpty ? 0 : -1
+            guard !descriptors.isEmpty else { return false }
+            milliseconds = -1
         }
         let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
-        if ready < 0 { return }  // EINTR: look again
+        if ready < 0 { return errno == EINTR }  // EINTR: look again
         if ready == 0 {
             ares_process_fd(channel, ARES_SOCKET_BAD, ARES_SOCKET_BAD)  // timeouts and retries
-            return
+            return true
         }
         for descriptor in descriptors where descriptor.revents != 0 {
             let readable = descriptor.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0
             let writable = descriptor.revents & Int16(POLLOUT) != 0
             ares_process_fd(channel, readable ? descriptor.fd : ARES_SOCKET_BAD, writable ? descriptor.fd : ARES_SOCKET_BAD)
         }
+        return true
     }
 
     private static func failure(_ host: String, _ status: Int32, reading path: String) -> ReachabilityError {
