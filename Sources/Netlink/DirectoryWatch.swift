@@ -36,7 +36,7 @@ package final class DirectoryWatch: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Calls `handler` on the watch's own thread with a directory of `directories` and the names
     /// of the entries in it that an event of `mask` touched (no names when the kernel's event

@@ -195,7 +195,7 @@ final class StreamObserver: EventSink, Sendable {
     /// Events handed to the stream and not yet taken by the consumer.
     private let waiting = Atomic<Int>(0)
     private let overflowing = Atomic<Bool>(false)
-    private let backlog = Mutex(Backlog())
+    private let backlog = Locked(Backlog())
 
     private struct Backlog {
         /// The state after the last batch the consumer was given (kept under pressure only).

@@ -11,7 +11,7 @@ final class TestNameServer: Sendable {
 
     private let descriptor: Int32
     private let records: [String: [IPAddress]]
-    private let asked = Mutex<[String]>([])
+    private let asked = Locked<[String]>([])
     private let stopped = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 

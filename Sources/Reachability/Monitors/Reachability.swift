@@ -87,7 +87,8 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     ///   - namespace: The network namespace (default: the current one).
     ///   - queue: Where callbacks, the delegate and notifications run (a serial queue: on a
     ///     concurrent one, the callbacks of two rounds may run at once and finish out of order;
-    ///     `stopListening()` from inside one then waits for the others to return). By
+    ///     `stopListening()` from inside one then waits for the others to return, except those
+    ///     that are stopping too). By
     ///     default, a private serial queue that targets the namespace's evaluation queue: each
     ///     callback runs right after the evaluation round that produced it and before the next
     ///     round, on the same thread, with no thread woken for it. A callback that blocks there
