@@ -29,7 +29,7 @@ awk -v dir="$snippets" '/^```swift$/ { n++; inside = 1; next } /^```$/ { inside 
 for snippet in "$snippets"/*.swift; do
     [ -e "$snippet" ] || continue
     if ! swiftc -typecheck -swift-version 6 -I .build/debug/Modules \
-        -Xcc -fmodule-map-file=modulemaps/CNetlink/module.modulemap \
+        -Xcc -fmodule-map-file=modulemaps/CNetlink/module.modulemap -Xcc -fmodule-map-file=modulemaps/CAres/module.modulemap \
         $(pkg-config --cflags-only-I libnl-3.0 libnl-route-3.0 | sed 's/-I/-Xcc -I/g') "$snippet"; then
         echo "README.md: the Swift example $(basename "$snippet" .swift | sed 's/readme//') does not compile"
         status=1
