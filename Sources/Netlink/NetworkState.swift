@@ -74,27 +74,26 @@ public struct NetworkState: Sendable, Hashable {
                 events.append(.link(.new(link)))
             }
         }
-        for (key, address) in old.addresses where addresses[key] == nil { events.append(.address(.removed(address))) }
-        for (key, address) in addresses {
-            if let before = old.addresses[key] {
-                if before != address { events.append(.address(.changed(old: before, new: address))) }
-            } else {
-                events.append(.address(.new(address)))
-            }
-        }
-        for (key, route) in old.defaultRoutes where defaultRoutes[key] == nil { events.append(.route(.removed(route))) }
-        for (key, route) in defaultRoutes {
-            if let before = old.defaultRoutes[key] {
-                if before != route { events.append(.route(.changed(old: before, new: route))) }
-            } else {
-                events.append(.route(.new(route)))
-            }
-        }
+        events += Self.changes(from: old.addresses, to: addresses).map { .address($0) }
+        events += Self.changes(from: old.defaultRoutes, to: defaultRoutes).map { .route(RouteChange($0)) }
         for link in old.sortedLinks where links[link.index] == nil { events.append(.link(.removed(link))) }
         for family in AddressFamily.allCases where policyRules[family] != old.policyRules[family] {
             events.append(.rulesChanged(family))
         }
         return events
+    }
+
+    /// What went away from `old`, then what appeared in or changed to `new`.
+    private static func changes<Key, Value>(from old: [Key: Value], to new: [Key: Value]) -> [Change<Value>] {
+        var changes: [Change<Value>] = old.compactMap { key, value in new[key] == nil ? .removed(value) : nil }
+        for (key, value) in new {
+            if let before = old[key] {
+                if before != value { changes.append(.changed(old: before, new: value)) }
+            } else {
+                changes.append(.new(value))
+            }
+        }
+        return changes
     }
 
     /// The links, sorted by index.
