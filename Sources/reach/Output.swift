@@ -1,9 +1,23 @@
 import Dispatch
 import Glibc
+import Synchronization
 
 /// Writes whole lines to standard output with one `write(2)` each, so that every line reaches a
 /// pipe the moment it is printed (scripts and the latency harness read line by line).
 enum Output {
+    /// Ends the process with `status`, once: the thread that watches for the reader, a thread
+    /// whose write met a closed pipe and the main thread may all decide to end at the same
+    /// moment, and glibc's `exit(3)` is not safe to run on two threads at once (each would run
+    /// the `atexit` handlers). Later callers wait for the first one's exit.
+    static func end(_ status: Int32) -> Never {
+        if ending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            exit(status)
+        }
+        while true { pause() }
+    }
+
+    private static let ending = Atomic<Bool>(false)
+
     static func line(_ text: String) {
         var line = text
         line.append("\n")
@@ -29,7 +43,7 @@ enum Output {
             while true {
                 let ready = poll(&descriptor, 1, -1)
                 if ready < 0, errno == EINTR { continue }
-                if ready > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 { exit(0) }
+                if ready > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 { end(0) }
                 // POLLNVAL (standard output was closed: it is /dev/null since start-up) or an
                 // error of poll itself: there is no reader to watch.
                 return
@@ -67,9 +81,9 @@ enum Output {
             if n < 0 {
                 let failure = errno
                 if failure == EINTR { continue }
-                if failure == EPIPE { exit(0) }
+                if failure == EPIPE { end(0) }
                 if fd == STDOUT_FILENO { error("cannot write to standard output: \(String(cString: strerror(failure)))") }
-                exit(2)
+                end(2)
             }
             offset += n
         }

@@ -81,15 +81,15 @@ struct ReachCommand: ParsableCommand {
 
     private static func exit(with error: any Error) -> Never {
         do { throw error } catch let code as ExitCode {
-            Glibc.exit(code.rawValue)
+            Output.end(code.rawValue)
         } catch {
             if exitCode(for: error) == .success {
                 print(fullMessage(for: error))
-                Glibc.exit(0)
+                Output.end(0)
             }
             let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "error"
             Output.error(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
-            Glibc.exit(2)
+            Output.end(2)
         }
     }
 }
