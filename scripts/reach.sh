@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds `reach` (installing libnl's Debian packages first when missing) and runs it with the
+# Builds `reach` (installing libnl's and c-ares's Debian packages first when missing) and runs it with the
 # given arguments; with none, `reach links` on the current namespace. No DNS lookups.
 set -eu
 cd "$(dirname "$0")/.."

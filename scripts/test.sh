@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs every test: installs the Debian packages (libnl, pkg-config, iproute2) when missing,
+# Runs every test: installs the Debian packages (libnl, c-ares, pkg-config, iproute2) when missing,
 # builds, and runs the suite. The kernel tests need root: they build their own network
 # namespaces (never touching the root namespace) and delete them afterwards; without root
 # they are skipped and say so.

@@ -61,10 +61,10 @@ public struct NetworkState: Sendable, Hashable {
         hasher.combine(policyRules)
     }
 
-    /// The events that turn `old` into this state, as a subscription reports them after it
-    /// re-read the kernel: links that appeared or changed, then addresses and default routes
-    /// that went away, appeared or changed, then links that went away, and
-    /// ``NetlinkEvent/rulesChanged(_:)`` for each family whose policy rules differ.
+    /// The events that turn `old` into this state: links that appeared or changed, then
+    /// addresses and default routes that went away, appeared or changed, then links that went
+    /// away, and ``NetlinkEvent/rulesChanged(_:)`` for each family whose policy rules differ.
+    /// What an event stream hands a consumer that fell behind.
     public func changes(since old: NetworkState) -> [NetlinkEvent] {
         var events: [NetlinkEvent] = []
         for link in sortedLinks {

@@ -80,13 +80,20 @@ public final class TestNamespace: Sendable {
         return Int32(index)
     }
 
-    /// Deletes test namespaces whose creating process no longer runs.
+    /// Deletes test namespaces whose creating process no longer runs, and the files such tests
+    /// gave them (`/etc/netns/NAME`).
     public static func removeLeftovers() {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/run/netns") else { return }
-        for name in names where name.hasPrefix("rt") {
-            let digits = name.dropFirst(2).prefix { $0.isNumber }
-            guard let pid = Int32(digits), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-            _ = try? run(["ip", "netns", "del", name], check: false)
+        for directory in ["/run/netns", "/etc/netns"] {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
+            for name in names where name.hasPrefix("rt") {
+                let digits = name.dropFirst(2).prefix { $0.isNumber }
+                guard let pid = Int32(digits), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+                if directory == "/run/netns" {
+                    _ = try? run(["ip", "netns", "del", name], check: false)
+                } else {
+                    try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
+                }
+            }
         }
     }
 }

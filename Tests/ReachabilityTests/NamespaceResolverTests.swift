@@ -8,7 +8,8 @@ import Testing
 /// `/etc/resolv.conf`: ``SystemHostResolver`` asks its name servers, with its search domains,
 /// through the namespace's links. The name server is a ``TestNameServer`` on the namespace's
 /// loopback (127.0.0.153, which no machine's own resolv.conf names); nothing leaves it.
-@Suite(.serialized) struct NamespaceResolverTests {
+@Suite(.enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
+struct NamespaceResolverTests {
     private static let records: [String: [IPAddress]] = [
         "svc.example.test": [IPAddress("10.0.0.77")!, IPAddress("2001:db8::77")!],
         "other.example.test": [IPAddress("10.0.0.78")!],

@@ -14,7 +14,8 @@ public protocol HostResolver: Sendable {
 
 /// The system's resolver, run off the caller's thread, inside a network namespace, so that a
 /// query leaves through that namespace's links: what `getaddrinfo(3)` answers inside
-/// `ip netns exec NAME`.
+/// `ip netns exec NAME` with `hosts: files dns` (c-ares, used for a namespace's own
+/// `resolv.conf`, asks no other NSS module).
 ///
 /// A named namespace's own files come first, as `ip netns exec` mounts them over `/etc`:
 /// - with a hosts file of its own, `/etc/netns/NAME/hosts`, a name found there is answered from
@@ -25,7 +26,9 @@ public protocol HostResolver: Sendable {
 ///   a hosts file of its own, which replaces it.
 ///
 /// Otherwise, and for the current namespace or one opened by path, the lookup is
-/// `getaddrinfo(3)` with the process's own `/etc/resolv.conf`, run inside the namespace.
+/// `getaddrinfo(3)` with the process's own `/etc/resolv.conf`, run inside the namespace (for a
+/// namespace with a hosts file of its own but no `resolv.conf`, glibc then reads the machine's
+/// `/etc/hosts` as well).
 public struct SystemHostResolver: HostResolver {
     /// The namespace the lookup runs in.
     public var namespace: NetworkNamespace
