@@ -136,8 +136,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Asks the loop to end, without waiting.
     private func requestStop() {
         stopRequested.store(true, ordering: .releasing)
-        var one: UInt64 = 1
-        _ = write(wakeDescriptor, &one, 8)
+        wake.signal()
     }
 
     // MARK: Process exit
@@ -181,11 +180,8 @@ final class SubscriptionEngine: @unchecked Sendable {
             teardown()  // what setUp opened before it failed
             return
         }
-        let wake = wakeDescriptor
-        publisher.start(with: state) {
-            var one: UInt64 = 1
-            _ = write(wake, &one, 8)
-        }
+        let wake = self.wake
+        publisher.start(with: state) { wake.signal() }
         ready(.success(()))
         loop()
         // libnl's link objects are freed before anyone is told that the subscription ended: a
