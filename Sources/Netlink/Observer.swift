@@ -194,13 +194,12 @@ final class StreamObserver: EventSink, Sendable {
     private let limit: Int
     /// Events handed to the stream and not yet taken by the consumer.
     private let waiting = Atomic<Int>(0)
-    private let overflowing = Atomic<Bool>(false)
     private let backlog = Locked(Backlog())
 
     private struct Backlog {
         /// The state after the last batch the consumer was given (kept under pressure only).
         var given: NetworkState?
-        /// The state after the last batch dropped, while overflowing.
+        /// The state after the last batch dropped: set while the sink is overflowing.
         var latest: NetworkState?
     }
 
@@ -217,7 +216,7 @@ final class StreamObserver: EventSink, Sendable {
     func enqueue(_ events: [NetlinkEvent], settled: Bool, state: NetworkState) {
         guard !events.isEmpty else { return }
         backlog.withLock { backlog in
-            if overflowing.load(ordering: .relaxed) {
+            if backlog.latest != nil {  // overflowing
                 backlog.latest = state
                 return
             }
@@ -225,7 +224,6 @@ final class StreamObserver: EventSink, Sendable {
             // A batch into an empty stream always goes: the limit bounds what waits, not a batch.
             if waitingNow > 0, waitingNow + events.count > limit, backlog.given != nil {
                 backlog.latest = state
-                overflowing.store(true, ordering: .releasing)
                 return
             }
             give(events)
@@ -236,16 +234,15 @@ final class StreamObserver: EventSink, Sendable {
     /// Called by the iterator for each event it hands to the consumer.
     func taken() {
         let left = waiting.subtract(1, ordering: .acquiringAndReleasing).newValue
-        // `overflowing` is read under the lock that sets it: read before, a batch that overflows
-        // while the consumer takes the last waiting event would leave nothing to take, and so no
-        // later call here to hand over the differences.
+        // Whether the sink overflows is read under the lock that sets it: read before, a batch
+        // that overflows while the consumer takes the last waiting event would leave nothing to
+        // take, and so no later call here to hand over the differences.
         guard left <= limit / 4 else { return }
         backlog.withLock { backlog in
-            guard overflowing.load(ordering: .relaxed), let given = backlog.given, let latest = backlog.latest else { return }
+            guard let given = backlog.given, let latest = backlog.latest else { return }
             give(latest.changes(since: given) + [.resynchronized(.overflow)])
             backlog.given = nil
             backlog.latest = nil
-            overflowing.store(false, ordering: .releasing)
         }
     }
 
