@@ -32,26 +32,25 @@ public enum ReachabilityEvaluator {
         }
     }
 
-    /// Whether a socket needs a link to send to `address`: an IPv6 link-local unicast address
-    /// (`fe80::/10`) without a scope id, which `connect(2)` refuses with `EINVAL`.
-    public static func needsScope(_ address: IPAddress) -> Bool {
-        if case .v6(let v6) = address { return v6.isLinkLocal }
-        return false
-    }
-
-    /// The link a scope names: by name, else by its index in decimal (as `getaddrinfo` reads
-    /// `fe80::1%2`); nil when the namespace has no such link.
-    public static func link(namedBy scope: String, in links: [Int32: Link]) -> Link? {
-        if let link = links.values.first(where: { $0.name == scope }) { return link }
-        return Int32(scope).flatMap { links[$0] }
-    }
-
-    /// `answer`, of a lookup through the link a scope named: the kernel finds no route through
-    /// a link that is down, which the answer says rather than "no route".
-    public static func scoped(_ answer: ReachabilityAnswer, through link: Link) -> ReachabilityAnswer {
-        guard answer.reason == .noRoute, !link.isUp else { return answer }
-        var answer = answer
-        answer.reason = .linkDown
+    /// The answer for `address`, which `lookup` gets from the kernel's route through the output
+    /// link it is given (nil: any), as a socket would send: through the link `scope` names (a
+    /// name, else an index in decimal, as `getaddrinfo` reads `fe80::1%2`), if there is a scope.
+    /// Without one, an IPv6 link-local address (`fe80::/10`) is not asked for: `connect(2)`
+    /// refuses it (`EINVAL`), whatever the routes. A scope that names no link is `linkMissing`;
+    /// no route through a link that is down is `linkDown`.
+    static func evaluate<Failure: Error>(
+        _ address: IPAddress, scope: String?, links: [Int32: Link],
+        lookup: (_ outputLinkIndex: Int32?) throws(Failure) -> ReachabilityAnswer
+    ) throws(Failure) -> ReachabilityAnswer {
+        guard let scope else {
+            if case .v6(let v6) = address, v6.isLinkLocal { return .notReachable(.scopeRequired, address: address) }
+            return try lookup(nil)
+        }
+        guard let link = links.values.first(where: { $0.name == scope }) ?? Int32(scope).flatMap({ links[$0] }) else {
+            return .notReachable(.linkMissing, address: address)
+        }
+        var answer = try lookup(link.index)
+        if answer.reason == .noRoute, !link.isUp { answer.reason = .linkDown }
         return answer
     }
 

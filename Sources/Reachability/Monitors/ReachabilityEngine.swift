@@ -830,21 +830,20 @@ final class ReachabilityEngine: Sendable {
         }
         let network = snapshot.network
         let classifications = snapshot.classifications
-        func lookup(_ destination: IPAddress, from source: IPAddress? = nil, through outputLink: Int32? = nil) -> ReachabilityAnswer {
-            if outputLink == nil, ReachabilityEvaluator.needsScope(destination) {
-                return .notReachable(.scopeRequired, address: destination)
-            }
-            do {
-                let result: RouteLookupResult
-                if source == nil, outputLink == nil, let prefetched = lookups?[destination] {
-                    result = prefetched
-                } else {
-                    result = try connection.lookupRoute(to: destination, from: source, outputLinkIndex: outputLink)
+        func lookup(_ destination: IPAddress, from source: IPAddress? = nil, scope: String? = nil) -> ReachabilityAnswer {
+            ReachabilityEvaluator.evaluate(destination, scope: scope, links: network.links) { outputLink in
+                do throws(NetlinkError) {
+                    let result: RouteLookupResult
+                    if source == nil, outputLink == nil, let prefetched = lookups?[destination] {
+                        result = prefetched
+                    } else {
+                        result = try connection.lookupRoute(to: destination, from: source, outputLinkIndex: outputLink)
+                    }
+                    return ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
+                                                          classifications: classifications)
+                } catch {
+                    return .notReachable(.lookupFailed(error), address: destination)
                 }
-                return ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
-                                                      classifications: classifications)
-            } catch {
-                return .notReachable(.lookupFailed(error), address: destination)
             }
         }
         switch target {
@@ -859,9 +858,7 @@ final class ReachabilityEngine: Sendable {
             answer.setAddresses(to: remote)
             return answer
         case .scopedAddress(let address, let interface):
-            var answer = ReachabilityEvaluator.link(namedBy: interface, in: network.links).map {
-                ReachabilityEvaluator.scoped(lookup(address, through: $0.index), through: $0)
-            } ?? .notReachable(.linkMissing, address: address)
+            var answer = lookup(address, scope: interface)
             answer.setAddresses(to: address)
             return answer
         case .host:

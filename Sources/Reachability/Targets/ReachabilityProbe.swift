@@ -65,34 +65,19 @@ public final class ReachabilityProbe: Sendable {
     }
 
     /// The best answer over `addresses`, each looked up in the kernel (through the link named
-    /// `scope`, if given; an unscoped link-local address is not looked up: it needs one).
+    /// `scope`, if given; see ``ReachabilityEvaluator/evaluate(_:scope:links:lookup:)``).
     func answer(to addresses: [IPAddress], from source: IPAddress?, scope: String? = nil) throws(ReachabilityError) -> ReachabilityAnswer {
         let links = try kernel { try connection.links() }
         let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        var outputLink: Link?
-        if let scope {
-            guard let link = ReachabilityEvaluator.link(namedBy: scope, in: byIndex) else {
-                var answer = ReachabilityAnswer.notReachable(.linkMissing)
-                answer.addresses = addresses
-                return answer
+        let answers = try addresses.map { address throws(ReachabilityError) in
+            try ReachabilityEvaluator.evaluate(address, scope: scope, links: byIndex) { outputLink throws(ReachabilityError) in
+                let lookup = try kernel { try connection.lookupRoute(to: address, from: source, outputLinkIndex: outputLink) }
+                // Only the link the answer goes out through is classified (and what it stacks on).
+                var used: [Int32] = []
+                if case .route(let route) = lookup, let index = route.outputLinkIndex { used.append(index) }
+                let classifications = classifier.classifications(of: used, among: links)
+                return ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications)
             }
-            outputLink = link
-        }
-        var lookups: [RouteLookupResult?] = []
-        for address in addresses {
-            if outputLink == nil, ReachabilityEvaluator.needsScope(address) { lookups.append(nil); continue }
-            lookups.append(try kernel { try connection.lookupRoute(to: address, from: source, outputLinkIndex: outputLink?.index) })
-        }
-        // Only the links the answers go out through are classified (and what they stack on).
-        let used = lookups.compactMap { lookup -> Int32? in
-            if case .route(let route)? = lookup { return route.outputLinkIndex }
-            return nil
-        }
-        let classifications = classifier.classifications(of: used, among: links)
-        let answers = zip(addresses, lookups).map { address, lookup in
-            guard let lookup else { return ReachabilityAnswer.notReachable(.scopeRequired, address: address) }
-            let answer = ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications)
-            return outputLink.map { ReachabilityEvaluator.scoped(answer, through: $0) } ?? answer
         }
         var best = ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
         best.addresses = addresses
