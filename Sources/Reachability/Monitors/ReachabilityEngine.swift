@@ -806,12 +806,11 @@ final class ReachabilityEngine: Sendable {
         Snapshot(network: network, classifications: classifier.classifications(ofLinksIn: network), ended: termination)
     }
 
-    /// The answer for an address target (or a scoped one) judged against `snapshot` (the path
-    /// monitor's name server check, which must see the same links as the path it belongs to).
+    /// The answer for a name server (an address, or a scoped one; see `NameServers.parse`)
+    /// judged against `snapshot` (the path monitor's check, which must see the same links as
+    /// the path it belongs to).
     func answer(for server: ReachabilityTarget, in snapshot: Snapshot) -> ReachabilityAnswer {
-        // Unmapped, but not judged: a name server at 0.0.0.0 is this host, not the internet.
-        if case .address(let address) = server { return evaluate(.address(address.unmapped), addresses: nil, in: snapshot) }
-        return evaluate(server, addresses: nil, in: snapshot)
+        evaluate(server, addresses: nil, in: snapshot)
     }
 
     /// The pure part: the subscription's state, kernel lookups, classifications.

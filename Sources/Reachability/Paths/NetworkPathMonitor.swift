@@ -222,7 +222,7 @@ enum NameServers {
     /// one (the file `ip netns exec` would use), else of `/etc/resolv.conf`.
     static func configured(for namespace: NetworkNamespace) -> [ReachabilityTarget] {
         var paths = ["/etc/resolv.conf"]
-        if let name = namespace.name { paths.insert("/etc/netns/\(name)/resolv.conf", at: 0) }
+        if let own = namespace.ownConfiguration { paths.insert(own + "/resolv.conf", at: 0) }
         for path in paths {
             // Read each round, and when the file is being replaced: the project's own reader.
             guard let text = SysfsReader.readSmallFile(path, limit: 1 << 20) else { continue }
@@ -231,14 +231,19 @@ enum NameServers {
         return []
     }
 
-    /// The name servers as targets: an address, or a link-local address with its link
-    /// (`fe80::1%eth0`, which the resolver reaches through that link).
+    /// The name servers as targets: an address (an IPv4-mapped one as the IPv4 address the
+    /// resolver's socket sends to; `0.0.0.0` stays this host, not the internet), or a link-local
+    /// address with its link (`fe80::1%eth0`, which the resolver reaches through that link).
     static func parse(_ text: String) -> [ReachabilityTarget] {
         text.split(whereSeparator: \.isNewline).compactMap { line in
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count >= 2, fields[0] == "nameserver",
-                  let target = try? ReachabilityTarget(parsing: String(fields[1])), !target.isHost else { return nil }
-            return target
+                  let target = try? ReachabilityTarget(parsing: String(fields[1])) else { return nil }
+            switch target {
+            case .address(let address): return .address(address.unmapped)
+            case .scopedAddress: return target
+            case .internet, .host, .addressPair: return nil
+            }
         }
     }
 }

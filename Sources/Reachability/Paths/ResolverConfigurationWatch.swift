@@ -20,7 +20,7 @@ final class ResolverConfigurationWatch: Sendable {
     init?(namespace: NetworkNamespace, queue: DispatchQueue, changed: @escaping @Sendable () -> Void) {
         var names: Set<String> = ["resolv.conf"]
         var directories = ["/etc"]
-        if let name = namespace.name { directories.append("/etc/netns/\(name)") }
+        if let own = namespace.ownConfiguration { directories.append(own) }
         // The file a systemd-resolved or resolvconf link points to, in a directory of its own.
         let target = URL(fileURLWithPath: "/etc/resolv.conf").resolvingSymlinksInPath()
         directories.append(target.deletingLastPathComponent().path)

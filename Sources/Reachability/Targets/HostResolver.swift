@@ -42,13 +42,13 @@ public struct SystemHostResolver: HostResolver {
         let namespace = self.namespace
         var resolverFile: String?
         var hasHostsFile = false
-        if let name = namespace.name {
-            let hostsPath = "/etc/netns/\(name)/hosts"
+        if let own = namespace.ownConfiguration {
+            let hostsPath = own + "/hosts"
             hasHostsFile = access(hostsPath, F_OK) == 0
             if hasHostsFile, let found = try? await HostsFileResolver(path: hostsPath).resolve(host), !found.isEmpty {
                 return found
             }
-            let resolverPath = "/etc/netns/\(name)/resolv.conf"
+            let resolverPath = own + "/resolv.conf"
             if access(resolverPath, F_OK) == 0 { resolverFile = resolverPath }
         }
         return try await withCheckedThrowingContinuation { [resolverFile, hasHostsFile] continuation in
@@ -87,6 +87,13 @@ public struct SystemHostResolver: HostResolver {
         }
         return .success(addresses)
     }
+}
+
+extension NetworkNamespace {
+    /// The directory of a named namespace's own configuration files, `/etc/netns/NAME`, which
+    /// `ip netns exec NAME` mounts over `/etc` file by file (`hosts`, `resolv.conf`); nil for
+    /// the current namespace and one opened by path.
+    var ownConfiguration: String? { name.map { "/etc/netns/\($0)" } }
 }
 
 /// Answers from a hosts file (`/etc/hosts` syntax), never from DNS: for tests and for
