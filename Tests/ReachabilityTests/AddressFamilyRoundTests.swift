@@ -17,9 +17,7 @@ struct AddressFamilyRoundTests {
         let namespace = try NetworkNamespace.named(ns.name)
         let engine = try ReachabilityEngine.shared(namespace: namespace)
         let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: namespace)
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.count == 1 })
         usleep(300_000)  // the rounds of the set-up's own events

@@ -39,9 +39,7 @@ struct AddressFormTests {
 
         // A monitor follows the IPv4 route.
         let monitor = try Reachability(address: IPAddress("::ffff:198.51.100.7")!, namespace: namespace)
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.last?.reason == .noRoute })
         try ns.ip("route", "add", "default", "via", "10.1.0.2")
@@ -124,9 +122,7 @@ struct ScopedAddressTests {
         defer { ns.delete() }
         try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
         let monitor = try Reachability(target: .scopedAddress(IPAddress("fe80::1")!, interface: "v0"), namespace: .named(ns.name))
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.last?.isReachable == true })
         try ns.ip("link", "set", "v1", "down")

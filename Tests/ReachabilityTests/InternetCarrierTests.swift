@@ -30,9 +30,7 @@ struct InternetCarrierTests {
     /// A monitor of the internet in `ns`, listening, once it has said "reachable through va".
     private func listeningToTheInternet(in ns: TestNamespace) throws -> (Reachability, Deliveries) {
         let monitor = try Reachability(target: .internet, namespace: .named(ns.name))
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.last?.interface?.name == "va" && deliveries.last?.isReachable == true })
         return (monitor, deliveries)
     }

@@ -9,6 +9,15 @@ import NetnsTestSupport
 /// Collects what a monitor delivers.
 final class Deliveries: Sendable {
     let answers = Locked<[ReachabilityAnswer]>([])
+
+    /// The answers `monitor`'s callback gets, from a start of listening made here.
+    static func listening(to monitor: Reachability) -> Deliveries {
+        let deliveries = Deliveries()
+        monitor.onChange = { _, answer in deliveries.append(answer) }
+        monitor.startListening()
+        return deliveries
+    }
+
     var count: Int { answers.withLock { $0.count } }
     var last: ReachabilityAnswer? { answers.withLock { $0.last } }
     func append(_ answer: ReachabilityAnswer) { answers.withLock { $0.append(answer) } }
@@ -39,9 +48,7 @@ struct MonitorTests {
         let ns = try wiredNamespace("mon1")
         defer { ns.delete() }
         let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         monitor.startListening()  // harmless
         #expect(eventually { deliveries.count == 1 })
         #expect(deliveries.last?.isReachable == true)
@@ -192,9 +199,7 @@ struct MonitorTests {
         defer { ns.delete() }
         try ns.ip("route", "add", "blackhole", "198.51.100.0/24")
         let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         #expect(monitor.fxStatus == .reachableViaWiFi)
         monitor.target = .address(IPAddress("198.51.100.1")!)
@@ -256,9 +261,7 @@ struct MonitorTests {
             #expect(!monitor.isReachable)
         }
         let monitor = try Reachability(address: IPAddress("0.0.0.0")!, namespace: .named(ns.name))
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         #expect(deliveries.last?.reason == .noDefaultRoute)
         try ns.ip("route", "add", "default", "via", "10.1.0.2")
@@ -273,9 +276,7 @@ struct MonitorTests {
         try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
         let resolver = ScriptedResolver(["slow.example.test": [IPAddress("198.51.100.3")!]], delay: .milliseconds(800))
         let monitor = try Reachability(target: .internet, namespace: .named(ns.name), resolver: resolver)
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         #expect(deliveries.last?.isReachable == true)
         monitor.target = .host("slow.example.test")
@@ -295,9 +296,7 @@ struct MonitorTests {
         defer { ns.delete() }
         let resolver = StaticHostResolver(["api.example.test": [IPAddress("203.0.113.5")!, IPAddress("10.1.0.7")!]])
         let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.last?.address == IPAddress("10.1.0.7") })
         #expect(deliveries.last?.isReachable == true)
         monitor.stopListening()
@@ -565,9 +564,7 @@ struct HostNameAnswerTests {
         try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
         let resolver = ScriptedResolver(["api.example.test": [IPAddress("198.51.100.1")!]], delay: .milliseconds(500))
         let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         // While the name resolves, nothing is told: FXReachability's status is unknown, and a
         // query answers optimistically from the default route.
         #expect(monitor.fxStatus == .unknown)

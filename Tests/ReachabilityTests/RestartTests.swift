@@ -49,9 +49,7 @@ struct RestartTests {
         let ns = try wiredNamespace("rst1")
         defer { ns.delete() }
         let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         monitor.stopListening()
         monitor.startListening()
@@ -100,9 +98,7 @@ struct RestartTests {
         defer { ns.delete() }
         let resolver = GatedResolver()
         let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
-        let deliveries = Deliveries()
-        monitor.onChange = { _, answer in deliveries.append(answer) }
-        monitor.startListening()
+        let deliveries = Deliveries.listening(to: monitor)
         // The first watch resolves the name (once or more: its first round re-resolves too).
         #expect(eventually { resolver.callCount > 0 })
         settle()
