@@ -117,6 +117,57 @@ struct ScopedAddressTests {
         #expect(unscoped.currentPath.status == .satisfied && !unscoped.currentPath.supportsDNS)
     }
 
+    @Test func theSystemResolverKeepsALinkLocalAddresssLink() async throws {
+        let ns = try TestNamespace("scope4")
+        defer { ns.delete() }
+        try ns.batch(["link add d0 type veth peer name d1", "link add p0 type veth peer name p1"])
+        let index = try ns.index(of: "p0")
+        let resolver = SystemHostResolver(namespace: try .named(ns.name))
+        // A literal with a scope (getaddrinfo reads it without asking anyone) keeps its link,
+        // named as the namespace names its index; a scope on another address is dropped.
+        #expect(try await resolver.resolveScoped("fe80::1%\(index)") == [ResolvedAddress(IPAddress("fe80::1")!, interface: "p0")])
+        #expect(try await resolver.resolveScoped("fe80::1%p0") == [ResolvedAddress(IPAddress("fe80::1")!, interface: "p0")])
+        #expect(try await resolver.resolve("fe80::1%p0") == [IPAddress("fe80::1")!])
+        #expect(try await resolver.resolveScoped("2001:db8::1") == [ResolvedAddress(IPAddress("2001:db8::1")!)])
+        #expect(BoundedResolution.judged([ResolvedAddress(IPAddress("2001:db8::1")!, interface: "p0"),
+                                          ResolvedAddress(IPAddress("::ffff:10.0.0.1")!, interface: "p0"),
+                                          ResolvedAddress(IPAddress("10.0.0.1")!),
+                                          ResolvedAddress(IPAddress("fe80::1")!, interface: "p0")])
+                == [ResolvedAddress(IPAddress("2001:db8::1")!), ResolvedAddress(IPAddress("10.0.0.1")!),
+                    ResolvedAddress(IPAddress("fe80::1")!, interface: "p0")])
+    }
+
+    /// A `.local` name that mDNS answers with a link-local address heard on one link, as
+    /// nss-mdns does (`sin6_scope_id`): judged through that link, by the probe and a monitor.
+    @Test func aHostNameResolvedToAScopedLinkLocalAddressIsJudgedThroughItsLink() async throws {
+        struct MulticastDNS: HostResolver {
+            func resolve(_ host: String) async throws -> [IPAddress] { try await resolveScoped(host).map(\.address) }
+            func resolveScoped(_ host: String) async throws -> [ResolvedAddress] {
+                host == "printer.local" ? [ResolvedAddress(IPAddress("fe80::1")!, interface: "v0")] : []
+            }
+        }
+        let ns = try TestNamespace("scope5")
+        defer { ns.delete() }
+        try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
+        let namespace = try NetworkNamespace.named(ns.name)
+        let probe = try ReachabilityProbe(namespace: namespace, resolver: MulticastDNS())
+        let (answer, addresses) = try await probe.answer(for: .host("printer.local"))
+        #expect(answer.flags == [.reachable, .isDirect] && answer.interface?.name == "v0", "\(answer)")
+        #expect(addresses == [IPAddress("fe80::1")!])
+        // The same address without its link (a resolver that cannot tell it) cannot be sent to.
+        let unscoped = try ReachabilityProbe(namespace: namespace, resolver: StaticHostResolver(["printer.local": [IPAddress("fe80::1")!]]))
+        #expect(try await unscoped.answer(for: .host("printer.local")).answer.reason == .scopeRequired)
+
+        let monitor = try Reachability(target: .host("printer.local"), namespace: namespace, resolver: MulticastDNS())
+        let deliveries = Deliveries.listening(to: monitor)
+        defer { monitor.stopListening() }
+        #expect(eventually { deliveries.last?.isReachable == true && deliveries.last?.interface?.name == "v0" })
+        try ns.ip("link", "set", "v1", "down")
+        #expect(eventually { deliveries.last?.reason == .noCarrier })
+        try ns.ip("link", "set", "v1", "up")
+        #expect(eventually { deliveries.last?.isReachable == true })
+    }
+
     @Test func aMonitorOfAScopedAddressFollowsItsLink() throws {
         let ns = try TestNamespace("scope2")
         defer { ns.delete() }

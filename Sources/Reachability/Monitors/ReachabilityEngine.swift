@@ -40,7 +40,7 @@ final class ReachabilityEngine: Sendable {
         let serial: UInt64
         init(serial: UInt64) { self.serial = serial }
         @exclusivity(unchecked) var answer: ReachabilityAnswer?
-        @exclusivity(unchecked) var addresses: [IPAddress]?
+        @exclusivity(unchecked) var addresses: [ResolvedAddress]?
         /// Why the last resolution gave no addresses, when it failed or timed out.
         @exclusivity(unchecked) var resolutionFailure: ReachabilityError?
         /// Resolutions started for this entry, and the newest one whose result was applied.
@@ -88,7 +88,7 @@ final class ReachabilityEngine: Sendable {
 
     /// A host name's latest resolution: its addresses, whether the network changed since, and
     /// why it gave none, if it failed.
-    private typealias ResolvedHost = (addresses: [IPAddress], stale: Bool, failure: ReachabilityError?)
+    private typealias ResolvedHost = (addresses: [ResolvedAddress], stale: Bool, failure: ReachabilityError?)
 
     private struct State {
         var entries: [ReachabilityTarget: Entry] = [:]
@@ -161,7 +161,7 @@ final class ReachabilityEngine: Sendable {
                 case .address(let address): return [address]
                 case .addressPair(_, let remote): return [remote]
                 case .scopedAddress(let address, _): return [address]
-                case .host: return entry.addresses ?? []
+                case .host: return entry.addresses?.map(\.address) ?? []
                 }
             })
             index.includesHostNames = entries.keys.contains { $0.isHost }
@@ -365,7 +365,7 @@ final class ReachabilityEngine: Sendable {
     func currentAnswer(for target: ReachabilityTarget) -> ReachabilityAnswer {
         let target = target.judged
         if let kept = state.withLock({ $0.entries[target]?.answer }) { return kept }
-        var addresses: [IPAddress]?
+        var addresses: [ResolvedAddress]?
         var failure: ReachabilityError?
         if case .host(let name) = target {
             let (cached, start) = state.withLock { state -> (ResolvedHost?, Int?) in
@@ -580,7 +580,7 @@ final class ReachabilityEngine: Sendable {
     /// `addressFamilies`, can change the answer for `target`. The internet, and a host not yet
     /// resolved, are judged from the default routes and always re-judged (no kernel lookup); an
     /// address only when a changed prefix contains it or an address of its family changed.
-    private static func canChange(_ target: ReachabilityTarget, addresses: [IPAddress]?, after changed: [IPNetwork],
+    private static func canChange(_ target: ReachabilityTarget, addresses: [ResolvedAddress]?, after changed: [IPNetwork],
                                   _ addressFamilies: AddressFamilies) -> Bool {
         func affected(_ address: IPAddress) -> Bool {
             addressFamilies.contains(address.family) || changed.contains { $0.contains(address) }
@@ -591,7 +591,7 @@ final class ReachabilityEngine: Sendable {
         case .addressPair(_, let remote), .scopedAddress(let remote, _): return affected(remote)
         case .host:
             guard let addresses else { return true }
-            return addresses.contains(where: affected)
+            return addresses.contains { affected($0.address) }
         }
     }
 
@@ -618,7 +618,9 @@ final class ReachabilityEngine: Sendable {
                         continue
                     }
                     destinations.insert(address)
-                case .host: destinations.formUnion(entry.addresses ?? [])
+                case .host:
+                    // A scoped address is asked through its link, on its own.
+                    for resolved in entry.addresses ?? [] where resolved.interface == nil { destinations.insert(resolved.address) }
                 case .internet, .addressPair, .scopedAddress: break
                 }
                 individual.append(target)
@@ -710,7 +712,7 @@ final class ReachabilityEngine: Sendable {
     private func evaluateAndStore(_ target: ReachabilityTarget, in snapshot: Snapshot,
                                   lookups: [IPAddress: RouteLookupResult]? = nil,
                                   batch: DeliveryBatch? = nil) -> ReachabilityAnswer {
-        var addresses: [IPAddress]?
+        var addresses: [ResolvedAddress]?
         var failure: ReachabilityError?
         if case .host(let name) = target {
             let neverResolved: Bool
@@ -814,7 +816,7 @@ final class ReachabilityEngine: Sendable {
     }
 
     /// The pure part: the subscription's state, kernel lookups, classifications.
-    private func evaluate(_ target: ReachabilityTarget, addresses: [IPAddress]?, resolutionFailure: ReachabilityError? = nil,
+    private func evaluate(_ target: ReachabilityTarget, addresses: [ResolvedAddress]?, resolutionFailure: ReachabilityError? = nil,
                           in snapshot: Snapshot,
                           lookups: [IPAddress: RouteLookupResult]? = nil) -> ReachabilityAnswer {
         if let ended = snapshot.ended {
@@ -822,7 +824,7 @@ final class ReachabilityEngine: Sendable {
             switch target {
             case .address(let address), .addressPair(_, let address), .scopedAddress(let address, _):
                 answer.setAddresses(to: address)
-            case .host: answer.addresses = addresses ?? []
+            case .host: answer.addresses = addresses?.addresses ?? []
             case .internet: break
             }
             return answer
@@ -868,8 +870,9 @@ final class ReachabilityEngine: Sendable {
                 return answer
             }
             guard !addresses.isEmpty else { return .notReachable(resolutionFailure.map { .resolutionFailed($0) } ?? .unresolved) }
-            var answer = ReachabilityEvaluator.best(of: addresses.map { lookup($0) }) ?? .notReachable(.unresolved)
-            answer.addresses = addresses
+            var answer = ReachabilityEvaluator.best(of: addresses.map { lookup($0.address, scope: $0.interface) })
+                ?? .notReachable(.unresolved)
+            answer.addresses = addresses.addresses
             return answer
         }
     }

@@ -20,29 +20,39 @@ public enum BoundedResolution {
     private static let deadlines = DispatchQueue(label: "Reachability.resolutionDeadlines")
 
     /// `addresses` with each IPv4-mapped IPv6 address replaced by the IPv4 address a socket
-    /// sends to (a hosts file may list one), duplicates dropped, order kept.
-    static func unmapped(_ addresses: [IPAddress]) -> [IPAddress] {
-        guard addresses.contains(where: { $0.unmapped != $0 }) else { return addresses }
-        var result: [IPAddress] = []
-        for address in addresses.map(\.unmapped) where !result.contains(address) { result.append(address) }
+    /// sends to (a hosts file may list one), a scope kept only on an IPv6 link-local address
+    /// (the kernel routes any other without it), duplicates dropped, order kept.
+    static func judged(_ addresses: [ResolvedAddress]) -> [ResolvedAddress] {
+        func needsScope(_ address: IPAddress) -> Bool {
+            if case .v6(let v6) = address { return v6.isLinkLocal }
+            return false
+        }
+        guard addresses.contains(where: { $0.address.unmapped != $0.address || $0.interface != nil && !needsScope($0.address) })
+        else { return addresses }
+        var result: [ResolvedAddress] = []
+        for resolved in addresses {
+            let address = resolved.address.unmapped
+            let judged = ResolvedAddress(address, interface: needsScope(address) ? resolved.interface : nil)
+            if !result.contains(judged) { result.append(judged) }
+        }
         return result
     }
 
-    /// The addresses of `host` from `resolver` (IPv4-mapped ones unmapped), or the typed reason
-    /// why there are none: the resolver's error, or
+    /// The addresses of `host` from `resolver` (IPv4-mapped ones unmapped, link-local ones
+    /// with their links), or the typed reason why there are none: the resolver's error, or
     /// ``ReachabilityError/resolutionFailed(host:message:)`` saying that no answer came within
     /// `timeout`.
     static func resolve(_ host: String, with resolver: any HostResolver,
-                        timeout: Duration) async -> Result<[IPAddress], ReachabilityError> {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result<[IPAddress], ReachabilityError>, Never>) in
+                        timeout: Duration) async -> Result<[ResolvedAddress], ReachabilityError> {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result<[ResolvedAddress], ReachabilityError>, Never>) in
             let outcome = FirstOutcome(continuation)
             let timer = DeadlineTimer(queue: deadlines, after: timeout) {
                 outcome.finish(.failure(.resolutionFailed(host: host, message: "no answer within \(timeout.secondsDescription)")))
             }
             Task(executorPreference: ResolutionExecutor.shared) {
-                let result: Result<[IPAddress], ReachabilityError>
+                let result: Result<[ResolvedAddress], ReachabilityError>
                 do {
-                    result = .success(Self.unmapped(try await resolver.resolve(host)))
+                    result = .success(Self.judged(try await resolver.resolveScoped(host)))
                 } catch let error as ReachabilityError {
                     result = .failure(error)
                 } catch {
@@ -57,13 +67,13 @@ public enum BoundedResolution {
 
 /// Resumes a continuation with the first of several outcomes; the others are dropped.
 private final class FirstOutcome: Sendable {
-    private let continuation = Locked<CheckedContinuation<Result<[IPAddress], ReachabilityError>, Never>?>(nil)
+    private let continuation = Locked<CheckedContinuation<Result<[ResolvedAddress], ReachabilityError>, Never>?>(nil)
 
-    init(_ continuation: CheckedContinuation<Result<[IPAddress], ReachabilityError>, Never>) {
+    init(_ continuation: CheckedContinuation<Result<[ResolvedAddress], ReachabilityError>, Never>) {
         self.continuation.withLock { $0 = continuation }
     }
 
-    func finish(_ result: Result<[IPAddress], ReachabilityError>) {
+    func finish(_ result: Result<[ResolvedAddress], ReachabilityError>) {
         let waiting = continuation.withLock { continuation in
             defer { continuation = nil }
             return continuation

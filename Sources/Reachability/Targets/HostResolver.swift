@@ -10,6 +10,48 @@ public protocol HostResolver: Sendable {
     /// The addresses of `host`, in the resolver's order of preference; empty when it has none.
     /// - Throws: ``ReachabilityError/resolutionFailed(host:message:)`` when resolution fails.
     func resolve(_ host: String) async throws -> [IPAddress]
+
+    /// The addresses of `host` with the link each one is scoped to, where the resolver knows
+    /// one: mDNS answers a `.local` name with IPv6 link-local addresses heard on a given link
+    /// (`getaddrinfo`'s `sin6_scope_id`), which a socket reaches only through that link. The
+    /// monitors and the probe ask this; the default is ``resolve(_:)``'s addresses, unscoped
+    /// (a link-local one is then not reachable: ``UnreachableReason/scopeRequired``).
+    /// - Throws: ``ReachabilityError/resolutionFailed(host:message:)`` when resolution fails.
+    func resolveScoped(_ host: String) async throws -> [ResolvedAddress]
+}
+
+extension HostResolver {
+    public func resolveScoped(_ host: String) async throws -> [ResolvedAddress] {
+        try await resolve(host).map { ResolvedAddress($0) }
+    }
+}
+
+/// An address a resolver found for a host name, with the link it is scoped to, if any.
+public struct ResolvedAddress: Hashable, Sendable, CustomStringConvertible {
+    /// The address.
+    public var address: IPAddress
+    /// The link a socket reaches `address` through (its `sin6_scope_id`): a link's name, or its
+    /// index in decimal; nil for an address without a scope. Only an IPv6 link-local address
+    /// needs one; see ``ReachabilityTarget/scopedAddress(_:interface:)``.
+    public var interface: String?
+
+    /// `address`, scoped to `interface` if one is given.
+    public init(_ address: IPAddress, interface: String? = nil) {
+        self.address = address
+        self.interface = interface
+    }
+
+    /// Such as `192.0.2.1` or `fe80::1%eth0`.
+    public var description: String { interface.map { "\(address)%\($0)" } ?? "\(address)" }
+}
+
+extension [ResolvedAddress] {
+    /// The addresses alone, each once, in order.
+    var addresses: [IPAddress] {
+        var result: [IPAddress] = []
+        for resolved in self where !result.contains(resolved.address) { result.append(resolved.address) }
+        return result
+    }
 }
 
 /// The system's resolver, run off the caller's thread, inside a network namespace, so that a
@@ -39,6 +81,13 @@ public struct SystemHostResolver: HostResolver {
     }
 
     public func resolve(_ host: String) async throws -> [IPAddress] {
+        try await resolveScoped(host).addresses
+    }
+
+    /// The addresses with their links: an IPv6 link-local address that `getaddrinfo` or c-ares
+    /// answers with a `sin6_scope_id` (mDNS's, or a literal such as `fe80::1%eth0`) is scoped to
+    /// that link, named as it is in the namespace (its index in decimal if it has gone since).
+    public func resolveScoped(_ host: String) async throws -> [ResolvedAddress] {
         let namespace = self.namespace
         var resolverFile: String?
         var hasHostsFile = false
@@ -46,7 +95,7 @@ public struct SystemHostResolver: HostResolver {
             let hostsPath = own + "/hosts"
             hasHostsFile = access(hostsPath, F_OK) == 0
             if hasHostsFile, let found = try? await HostsFileResolver(path: hostsPath).resolve(host), !found.isEmpty {
-                return found
+                return found.map { ResolvedAddress($0) }
             }
             let resolverPath = own + "/resolv.conf"
             if access(resolverPath, F_OK) == 0 { resolverFile = resolverPath }
@@ -54,7 +103,7 @@ public struct SystemHostResolver: HostResolver {
         return try await withCheckedThrowingContinuation { [resolverFile, hasHostsFile] continuation in
             BlockingLanes.resolution.next().async {
                 do throws(NetlinkError) {
-                    let result = try namespace.perform { () -> Result<[IPAddress], ReachabilityError> in
+                    let result = try namespace.perform { () -> Result<[ResolvedAddress], ReachabilityError> in
                         if let resolverFile {
                             return ResolverFileLookup.addresses(of: host, resolverFile: resolverFile,
                                                                 readsHostsFile: !hasHostsFile)
@@ -69,7 +118,8 @@ public struct SystemHostResolver: HostResolver {
         }
     }
 
-    static func getaddrinfo(_ host: String) -> Result<[IPAddress], ReachabilityError> {
+    /// `getaddrinfo(3)` in the calling thread's namespace.
+    static func getaddrinfo(_ host: String) -> Result<[ResolvedAddress], ReachabilityError> {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
@@ -77,15 +127,30 @@ public struct SystemHostResolver: HostResolver {
         defer { if let list { freeaddrinfo(list) } }
         if rc == EAI_NONAME || rc == -5 /* EAI_NODATA, GNU-only */ { return .success([]) }
         guard rc == 0 else { return .failure(.resolutionFailed(host: host, message: String(cString: gai_strerror(rc)))) }
-        var addresses: [IPAddress] = []
+        var addresses: [ResolvedAddress] = []
         var cursor = list
         while let entry = cursor?.pointee {
-            if let sockaddr = entry.ai_addr, let address = IPAddress(sockaddr: sockaddr), !addresses.contains(address) {
+            if let sockaddr = entry.ai_addr, let address = ResolvedAddress(sockaddr: sockaddr), !addresses.contains(address) {
                 addresses.append(address)
             }
             cursor = entry.ai_next
         }
         return .success(addresses)
+    }
+}
+
+extension ResolvedAddress {
+    /// The address in a `sockaddr_in` or `sockaddr_in6`, an IPv6 link-local one scoped to the
+    /// link its `sin6_scope_id` names in the calling thread's namespace; `nil` for other
+    /// families. A scope on any other address is dropped: the kernel routes those without it.
+    init?(sockaddr pointer: UnsafeMutablePointer<sockaddr>) {
+        guard let address = IPAddress(sockaddr: pointer) else { return nil }
+        self.init(address)
+        guard case .v6(let v6) = address, v6.isLinkLocal else { return }
+        let index = pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_scope_id }
+        guard index != 0 else { return }
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE))
+        interface = if_indextoname(index, &name) != nil ? String(cString: name) : String(index)
     }
 }
 

@@ -52,25 +52,26 @@ public final class ReachabilityProbe: Sendable {
             let classifications = classifier.classifications(of: used, among: state.links.values)
             return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])
         case .address(let address):
-            return (try answer(to: [address], from: nil), [address])
+            return (try answer(to: [ResolvedAddress(address)], from: nil), [address])
         case .addressPair(let local, let remote):
-            return (try answer(to: [remote], from: local), [remote])
+            return (try answer(to: [ResolvedAddress(remote)], from: local), [remote])
         case .scopedAddress(let address, let interface):
-            return (try answer(to: [address], from: nil, scope: interface), [address])
+            return (try answer(to: [ResolvedAddress(address, interface: interface)], from: nil), [address])
         case .host(let name):
-            let addresses = try await BoundedResolution.resolve(name, with: resolver, timeout: resolutionTimeout).get()
-            guard !addresses.isEmpty else { return (.notReachable(.unresolved), []) }
-            return (try answer(to: addresses, from: nil), addresses)
+            let resolved = try await BoundedResolution.resolve(name, with: resolver, timeout: resolutionTimeout).get()
+            guard !resolved.isEmpty else { return (.notReachable(.unresolved), []) }
+            return (try answer(to: resolved, from: nil), resolved.addresses)
         }
     }
 
-    /// The best answer over `addresses`, each looked up in the kernel (through the link named
-    /// `scope`, if given; see ``ReachabilityEvaluator/evaluate(_:scope:links:lookup:)``).
-    func answer(to addresses: [IPAddress], from source: IPAddress?, scope: String? = nil) throws(ReachabilityError) -> ReachabilityAnswer {
+    /// The best answer over `targets`, each looked up in the kernel (through the link it is
+    /// scoped to, if any; see ``ReachabilityEvaluator/evaluate(_:scope:links:lookup:)``).
+    func answer(to targets: [ResolvedAddress], from source: IPAddress?) throws(ReachabilityError) -> ReachabilityAnswer {
         let links = try kernel { try connection.links() }
         let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        let answers = try addresses.map { address throws(ReachabilityError) in
-            try ReachabilityEvaluator.evaluate(address, scope: scope, links: byIndex) { outputLink throws(ReachabilityError) in
+        let answers = try targets.map { target throws(ReachabilityError) in
+            let address = target.address
+            return try ReachabilityEvaluator.evaluate(address, scope: target.interface, links: byIndex) { outputLink throws(ReachabilityError) in
                 let lookup = try kernel { try connection.lookupRoute(to: address, from: source, outputLinkIndex: outputLink) }
                 // Only the link the answer goes out through is classified (and what it stacks on).
                 var used: [Int32] = []
@@ -80,7 +81,7 @@ public final class ReachabilityProbe: Sendable {
             }
         }
         var best = ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
-        best.addresses = addresses
+        best.addresses = targets.addresses
         return best
     }
 

@@ -18,7 +18,7 @@ enum ResolverFileLookup {
     ///   - readsHostsFile: Whether `/etc/hosts` is asked before the name servers, as it is inside
     ///     `ip netns exec` unless the namespace has a hosts file of its own, which replaces it.
     static func addresses(of host: String, resolverFile path: String,
-                          readsHostsFile: Bool) -> Result<[IPAddress], ReachabilityError> {
+                          readsHostsFile: Bool) -> Result<[ResolvedAddress], ReachabilityError> {
         initializeLibrary
         var channel: ares_channel?
         var options = ares_options()
@@ -42,7 +42,7 @@ enum ResolverFileLookup {
             defer { if let result { ares_freeaddrinfo(result) } }
             var node = result?.pointee.nodes
             while let entry = node?.pointee {
-                if let address = entry.ai_addr.flatMap(IPAddress.init(sockaddr:)), !outcome.addresses.contains(address) {
+                if let address = entry.ai_addr.flatMap(ResolvedAddress.init(sockaddr:)), !outcome.addresses.contains(address) {
                     outcome.addresses.append(address)
                 }
                 node = entry.ai_next
@@ -68,7 +68,7 @@ enum ResolverFileLookup {
     /// channel, so it needs no lock.
     private final class Outcome {
         var status: Int32?
-        var addresses: [IPAddress] = []
+        var addresses: [ResolvedAddress] = []
     }
 
     /// Waits for the channel's sockets or its next timeout and lets c-ares process what came;
