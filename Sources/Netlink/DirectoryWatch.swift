@@ -27,6 +27,7 @@ package final class DirectoryWatch: Sendable {
         /// The kernel's watch descriptor of each directory: two spellings of one directory
         /// (`/var/run/netns` and `/run/netns`) share one, which names the directory last added.
         var directories: [Int32: String]
+        var mask: UInt32
         var handler: @Sendable (_ directory: String, _ names: [String]) -> Void
     }
 
@@ -73,8 +74,22 @@ package final class DirectoryWatch: Sendable {
                                    context: "inotify_add_watch \(directories.joined(separator: ", "))")
             }
             state.nextID += 1
-            state.watchers[state.nextID] = Watcher(directories: watched, handler: handler)
+            state.watchers[state.nextID] = Watcher(directories: watched, mask: mask, handler: handler)
             return Token(id: state.nextID)
+        }
+    }
+
+    /// Adds `directories` to the watcher's, with the mask it was made with, when they exist
+    /// (a directory that appears after the watch started: see ``watch(_:mask:handler:)``).
+    /// Does nothing for a watcher that was cancelled.
+    package func add(_ directories: [String], to token: Token) {
+        state.withLock { state in
+            guard let watcher = state.watchers[token.id] else { return }
+            // A directory watched already gets its watch descriptor again.
+            for directory in directories {
+                let wd = inotify_add_watch(state.descriptor, directory, watcher.mask | UInt32(IN_MASK_ADD))
+                if wd >= 0 { state.watchers[token.id]!.directories[wd] = directory }
+            }
         }
     }
 
@@ -87,6 +102,7 @@ package final class DirectoryWatch: Sendable {
     private func deliver(_ descriptor: Int32) {
         var touched: [Int32: [String]] = [:]
         var overflowed = false
+        var ignored: [Int32] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = read(descriptor, &buffer, buffer.count)
         guard count > 0 else { return }  // EINTR
@@ -99,10 +115,20 @@ package final class DirectoryWatch: Sendable {
             let start = offset + MemoryLayout<inotify_event>.size
             let nameBytes = buffer[start..<min(start + length, count)].prefix { $0 != 0 }
             if mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true }
+            if mask & UInt32(IN_IGNORED) != 0 { ignored.append(wd) }
             if wd >= 0 { touched[wd, default: []].append(String(decoding: nameBytes, as: UTF8.self)) }
             offset = start + length
         }
-        let watchers = state.withLock { Array($0.watchers.values) }
+        let watchers = state.withLock { state in
+            let watchers = Array(state.watchers.values)
+            // The kernel dropped these watches (their directories went; what it said about them
+            // before is still told below): a directory made again under the same name is another
+            // watch (see ``add(_:to:)``).
+            for wd in ignored {
+                for id in state.watchers.keys { state.watchers[id]!.directories[wd] = nil }
+            }
+            return watchers
+        }
         for watcher in watchers {
             for (wd, directory) in watcher.directories {
                 if overflowed {

@@ -489,6 +489,35 @@ struct MonitorDeliveryTests {
         #expect(eventually { paths.withLock { $0.last?.supportsDNS } == true })
     }
 
+    @Test func aNamespacesResolverFileMadeAfterTheMonitorStartedIsFollowed() throws {
+        let ns = try wiredNamespace("mon9d")
+        defer { ns.delete() }
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.batch(["route add default via 10.1.0.2", "route add unreachable 203.0.113.0/24"])
+        let directory = "/etc/netns/\(ns.name)"
+        try? FileManager.default.removeItem(atPath: directory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The machine's name servers at first, whatever they are; then the namespace's own
+        // file, in a directory made after the monitor started (`mkdir -p`, as `ip netns`
+        // users do), first with a name server that is not routed, then with one that is.
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        let paths = Locked<[NetworkPath]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        monitor.start(queue: DispatchQueue(label: "test.dns.late"))
+        defer { monitor.cancel() }
+        #expect(eventually { paths.withLock { $0.last?.status } == .satisfied })
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "nameserver 203.0.113.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        #expect(eventually { paths.withLock { $0.last?.supportsDNS } == false })
+        try "nameserver 10.1.0.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        #expect(eventually { paths.withLock { $0.last?.supportsDNS } == true })
+        // Deleted and made again: followed again.
+        try FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "nameserver 203.0.113.54\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        #expect(eventually { paths.withLock { $0.last?.supportsDNS } == false })
+    }
+
     @Test func aPathSupportsDNSOnlyThroughLinksItMayUseOrALocalResolver() throws {
         let ns = try wiredNamespace("mon9b")
         defer { ns.delete() }

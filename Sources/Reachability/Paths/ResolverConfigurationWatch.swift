@@ -12,7 +12,9 @@ import Netlink
 /// namespace, and the directory that `/etc/resolv.conf` links to, such as systemd-resolved's
 /// `/run/systemd/resolve`), for files written, moved in or out, created or deleted, as editors
 /// and resolvers replace the file by a rename; `changed` runs on `queue` when one of those
-/// names is touched. Nothing runs while nothing changes.
+/// names is touched. A namespace's directory made after the watch started (`mkdir -p
+/// /etc/netns/NAME`, then its `resolv.conf`) is watched from when it appears: `/etc` and
+/// `/etc/netns` are watched for it. Nothing runs while nothing changes.
 final class ResolverConfigurationWatch: Sendable {
     private let token: DirectoryWatch.Token
 
@@ -20,17 +22,30 @@ final class ResolverConfigurationWatch: Sendable {
     init?(namespace: NetworkNamespace, queue: DispatchQueue, changed: @escaping @Sendable () -> Void) {
         var names: Set<String> = ["resolv.conf"]
         var directories = ["/etc"]
-        if let own = namespace.ownConfiguration { directories.append(own) }
+        // The namespace's own directory, and where it appears from.
+        let appearing = namespace.ownConfiguration.map { [NetworkNamespace.ownConfigurations, $0] } ?? []
+        directories += appearing
         // The file a systemd-resolved or resolvconf link points to, in a directory of its own.
         let target = URL(fileURLWithPath: "/etc/resolv.conf").resolvingSymlinksInPath()
         directories.append(target.deletingLastPathComponent().path)
         names.insert(target.lastPathComponent)
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
         let watchedNames = names
-        guard let token = try? DirectoryWatch.shared.watch(directories, mask: mask, handler: { _, touched in
+        let ownName = namespace.name
+        let madeToken = Locked<DirectoryWatch.Token?>(nil)
+        guard let token = try? DirectoryWatch.shared.watch(directories, mask: mask, handler: { directory, touched in
+            // `/etc/netns` or the namespace's directory itself appeared: watch them.
+            let appeared = directory == "/etc" && touched.contains("netns")
+                || directory == NetworkNamespace.ownConfigurations && touched.contains { $0 == ownName }
+            if appeared || touched.isEmpty, let token = madeToken.withLock({ $0 }) {
+                DirectoryWatch.shared.add(appearing, to: token)
+            }
             // No names: the kernel's event queue overflowed, and the file may have changed.
-            if touched.isEmpty || touched.contains(where: watchedNames.contains) { queue.async { changed() } }
+            if appeared || touched.isEmpty || touched.contains(where: watchedNames.contains) { queue.async { changed() } }
         }) else { return nil }
+        madeToken.withLock { $0 = token }
+        // Those that appeared before the handler could know the token.
+        DirectoryWatch.shared.add(appearing, to: token)
         self.token = token
     }
 

@@ -149,8 +149,11 @@ extension ResolvedAddress {
         guard case .v6(let v6) = address, v6.isLinkLocal else { return }
         let index = pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_scope_id }
         guard index != 0 else { return }
-        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE))
-        interface = if_indextoname(index, &name) != nil ? String(cString: name) : String(index)
+        var name = [UInt8](repeating: 0, count: Int(IF_NAMESIZE))
+        let found = name.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { if_indextoname(index, $0.baseAddress!) != nil }
+        }
+        interface = found ? String(decoding: name.prefix { $0 != 0 }, as: UTF8.self) : String(index)
     }
 }
 
@@ -158,7 +161,10 @@ extension NetworkNamespace {
     /// The directory of a named namespace's own configuration files, `/etc/netns/NAME`, which
     /// `ip netns exec NAME` mounts over `/etc` file by file (`hosts`, `resolv.conf`); nil for
     /// the current namespace and one opened by path.
-    var ownConfiguration: String? { name.map { "/etc/netns/\($0)" } }
+    var ownConfiguration: String? { name.map { "\(Self.ownConfigurations)/\($0)" } }
+
+    /// The directory of every named namespace's ``ownConfiguration``.
+    static let ownConfigurations = "/etc/netns"
 }
 
 /// Answers from a hosts file (`/etc/hosts` syntax), never from DNS: for tests and for
