@@ -75,7 +75,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// Whether a name server is configured and the kernel routes it through a usable link that
     /// the path may use (or it is an address of this host: a local stub resolver). A
     /// ``NetworkPathMonitor`` judges it again when `resolv.conf` is rewritten (inotify on its
-    /// directories: `/etc`, `/etc/netns/NAME` if it exists when the monitor starts, and the
+    /// directories: `/etc`, `/etc/netns/NAME`, also when it is made after the monitor started, and the
     /// directory `/etc/resolv.conf` links to). Where inotify is not available (the user's
     /// `max_user_instances` are used up), it is judged again at the next kernel change only.
     public var supportsDNS: Bool
