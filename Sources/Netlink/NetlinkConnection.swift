@@ -52,9 +52,11 @@ public final class NetlinkConnection: @unchecked Sendable {
     /// The IPv4 part reads the tables up to the main table's default routes and stops there
     /// (one datagram even with a full Internet table, see ``RouteFilter``). The tables the kernel
     /// dumps after the main one share the local table's hash bucket: ids 255 modulo 256 (511,
-    /// 767, 1023, ...). Those that a policy rule looks up are then read by name; the default
-    /// routes of such a table that no rule names (unused by routing, or a VRF's own table) are
-    /// not read here. Ask for one by its table in a ``RouteFilter`` to read it. Expired routes,
+    /// 767, 1023, ...). Those that a policy rule looks up are then read by name, but for the
+    /// local table itself (its local and broadcast routes share the main table's tree until a
+    /// rule of one's own is added, and reading it by name walks that tree); the default routes
+    /// of such a table that no rule names (unused by routing, or a VRF's own table), and those
+    /// of the local table, are not read here. Ask for one by its table in a ``RouteFilter`` to read it. Expired routes,
     /// which the kernel lists until it collects them but no longer routes by, are left out.
     public func defaultRoutes() throws(NetlinkError) -> [Route] {
         try routes(.defaultRoutes)

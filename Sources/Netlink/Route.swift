@@ -76,14 +76,21 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// source, TOS, metric) is what `ip route replace` matches; the first next hop is part of the
     /// key too, because `ip route append` keeps several routes with the same prefix part apart.
     /// For a route that names a next-hop object, the object's id stands for the next hop: the
-    /// object's gateway and link can change under the same route.
+    /// object's gateway and link can change under the same route. An IPv4 route's type,
+    /// protocol, scope and preferred source are part of it as well: `ip route append` keeps two
+    /// IPv4 routes apart that differ only in those (the kernel's `fib_info` differs), where it
+    /// refuses an IPv6 one (`EEXIST`).
     public var key: Key {
-        Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
-            tos: tos, metric: metric, gateway: nexthopID == nil ? nexthops.first?.gateway : nil,
-            outputLinkIndex: nexthopID == nil ? nexthops.first?.linkIndex : nil, nexthopID: nexthopID)
+        let ipv4 = family == .ipv4
+        return Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
+                   tos: tos, metric: metric, gateway: nexthopID == nil ? nexthops.first?.gateway : nil,
+                   outputLinkIndex: nexthopID == nil ? nexthops.first?.linkIndex : nil, nexthopID: nexthopID,
+                   type: ipv4 ? type : nil, routeProtocol: ipv4 ? routeProtocol : nil, scope: ipv4 ? scope : nil,
+                   preferredSource: ipv4 ? preferredSource : nil)
     }
 
-    /// The identity of a route: its prefix part and its first next hop.
+    /// The identity of a route: its prefix part and its first next hop (and an IPv4 route's
+    /// type, protocol, scope and preferred source).
     public struct Key: Sendable, Hashable {
         /// The address family.
         public var family: AddressFamily
@@ -103,8 +110,17 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         public var outputLinkIndex: Int32?
         /// The next-hop object the route uses; then ``gateway`` and ``outputLinkIndex`` are nil.
         public var nexthopID: UInt32? = nil
+        /// An IPv4 route's type; nil for IPv6.
+        public var type: RouteType? = nil
+        /// An IPv4 route's protocol; nil for IPv6.
+        public var routeProtocol: RouteProtocol? = nil
+        /// An IPv4 route's scope; nil for IPv6.
+        public var scope: Scope? = nil
+        /// An IPv4 route's preferred source; nil for IPv6 and when it has none.
+        public var preferredSource: IPAddress? = nil
 
-        /// The key without the next hop: what `ip route replace` matches.
+        /// The key without the next hop and the route's other attributes: what `ip route
+        /// replace` matches.
         public var prefixPart: Key {
             Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
                 tos: tos, metric: metric, gateway: nil, outputLinkIndex: nil, nexthopID: nil)

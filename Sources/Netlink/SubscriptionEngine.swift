@@ -732,13 +732,19 @@ final class SubscriptionEngine: @unchecked Sendable {
             }
             return
         }
+        // An IPv6 route next to another with the same prefix part most likely joined it as a
+        // multipath route (all but routes through next-hop objects, which stay apart), and the
+        // message lists the new hop first, so its key is not the joined route's: it is not kept
+        // as a route of its own (which the re-read would remove again); the kernel's dump says
+        // what the table holds now.
+        if route.family == .ipv6, samePrefix.keys.contains(where: { $0 != key }) {
+            reconcileTable(of: route)
+            return
+        }
         if let change = upsert(route, at: key, in: &state.defaultRoutes) { batch.append(.route(RouteChange(change))) }
         // A replacement where several routes share the prefix replaced the kernel's first of
         // them, which need not be the one with this message's next hop.
-        if flags & NLM_F_APPEND != 0 || (flags & NLM_F_REPLACE != 0 && samePrefix.count > 1)
-            || (route.family == .ipv6 && samePrefix.keys.contains { $0 != key }) {
-            // An IPv6 append joins a multipath route (except routes through next-hop objects,
-            // which stay apart); the kernel's dump says how.
+        if flags & NLM_F_APPEND != 0 || (flags & NLM_F_REPLACE != 0 && samePrefix.count > 1) {
             reconcileTable(of: route)
         }
     }
@@ -833,6 +839,20 @@ final class SubscriptionEngine: @unchecked Sendable {
             // the link's hop (`fib6_ifdown`), so the table is read without the link.
             filter.outputLinkIndex = nil
             current = try dumpDefaultRoutesOfLiveTable(filter: filter)
+        }
+        // A dump of every table reads the IPv4 tables of bucket 255 (ids 255 modulo 256: the
+        // local table, 511, 767, ...) only when a policy rule names them (see
+        // `RawRouteSocket.forEachDefaultRoute`); those the state keeps a default route of, told by
+        // a message, are read by name, so that the re-read does not take them for gone.
+        if filter.table == nil, filter.family != .ipv6 {
+            let unread = Set(state.defaultRoutes.values.lazy
+                .filter { $0.family == .ipv4 && $0.table.rawValue % 256 == 255 && filter.matches($0) }.map(\.table))
+            for table in unread {
+                var byName = filter
+                byName.family = .ipv4
+                byName.table = table
+                current.merge(try dumpDefaultRoutesOfLiveTable(filter: byName)) { _, named in named }
+            }
         }
         // The kernel tells of a link going down before it flushes that link's IPv4 routes, and
         // the dump does not wait for the flush (Linux 6.10+ dumps IPv4 routes without RTNL): a
