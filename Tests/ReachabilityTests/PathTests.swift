@@ -236,4 +236,70 @@ struct PathTests {
         usleep(300_000)
         #expect(paths.withLock { $0.count } == 3)
     }
+
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func aHandlerStartedAfterASequenceGetsTheCurrentPathOnItsQueue() async throws {
+        let ns = try TestNamespace("pathseq")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2"])
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        defer { monitor.cancel() }
+        var iterator = monitor.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.status == .satisfied)
+        // The handler's queue, told by a value only that queue carries.
+        let queue = DispatchQueue(label: "test.pathseq")
+        let marker = DispatchSpecificKey<Bool>()
+        queue.setSpecific(key: marker, value: true)
+        let paths = Locked<[(path: NetworkPath, onItsQueue: Bool)]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append((path, DispatchQueue.getSpecific(key: marker) == true)) } }
+        #expect(monitor.start(queue: queue))
+        #expect(monitor.queue === queue)
+        #expect(eventually { paths.withLock { $0.count } == 1 })
+        #expect(paths.withLock { $0.first?.path } == first && paths.withLock { $0.first?.onItsQueue } == true)
+        try ns.ip("link", "set", "vb", "down")
+        #expect(await iterator.next()?.status == .unsatisfied)
+        #expect(eventually { paths.withLock { $0.count } == 2 })
+        #expect(paths.withLock { $0.last?.path.status } == .unsatisfied && paths.withLock { $0.last?.onItsQueue } == true)
+    }
+
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func pathSequencesEndWhenTheNamespaceIsDeleted() async throws {
+        let ns = try TestNamespace("pathdel")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
+                      "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2"])
+        let namespace = try NetworkNamespace.named(ns.name)
+        let seen = Locked<(paths: [NetworkPath], ended: Bool)>(([], false))
+        let loop = Task {
+            for await path in NetworkPathMonitor(namespace: namespace) { seen.withLock { $0.paths.append(path) } }
+            seen.withLock { $0.ended = true }
+        }
+        let events = Locked<(events: [ReachabilityEvent], ended: Bool)>(([], false))
+        let middleware = Task {
+            for await (event, _) in NetworkPathSource.production(namespace: namespace).events() {
+                events.withLock { $0.events.append(event) }
+            }
+            events.withLock { $0.ended = true }
+        }
+        defer { loop.cancel(); middleware.cancel() }
+        #expect(eventually { seen.withLock { $0.paths.last?.status } == .satisfied })
+        #expect(eventually { events.withLock { $0.events.count } >= 2 })
+        ns.delete()
+        #expect(eventually { seen.withLock { $0.ended } }, "\(seen.withLock { $0.paths })")
+        #expect(seen.withLock { $0.paths.last?.status } == .unsatisfied)
+        #expect(eventually { events.withLock { $0.ended } }, "\(events.withLock { $0.events })")
+        #expect(events.withLock { $0.events.last } == .stopMonitoring)
+        // A monitor made for a namespace that is gone gives its one unsatisfied path and ends
+        // (waited for boundedly: a sequence that does not end must fail the test, not hang it).
+        let late = Locked<(paths: [NetworkPath], ended: Bool)>(([], false))
+        let lateLoop = Task {
+            for await path in NetworkPathMonitor(namespace: namespace) { late.withLock { $0.paths.append(path) } }
+            late.withLock { $0.ended = true }
+        }
+        defer { lateLoop.cancel() }
+        #expect(eventually { late.withLock { $0.ended } })
+        #expect(late.withLock { $0.paths.map(\.status) } == [.unsatisfied])
+    }
 }

@@ -6,10 +6,11 @@ import Netlink
 ///
 /// ``start(queue:)`` delivers the current path at once, then every change, to
 /// ``pathUpdateHandler`` on that queue; `for await path in monitor` does the same without a
-/// handler. Every monitor of a namespace shares its one kernel subscription. After ``cancel()``
-/// returns no handler runs (unless it is called from the handler); a cancelled monitor cannot be
-/// restarted, and says so: ``start(queue:)`` returns `false`, ``isCancelled`` is `true`, and its
-/// sequences end.
+/// handler, and both can be used together. Every monitor of a namespace shares its one kernel
+/// subscription. After ``cancel()`` returns no handler runs (unless it is called from the
+/// handler); a cancelled monitor cannot be restarted, and says so: ``start(queue:)`` returns
+/// `false`, ``isCancelled`` is `true`, and its sequences end. When the namespace is deleted, the
+/// path becomes unsatisfied, ``error`` says why, and the sequences end after that path.
 public final class NetworkPathMonitor: Sendable, AsyncSequence {
     public typealias Element = NetworkPath
 
@@ -27,8 +28,13 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         /// A serial queue targeting ``queue``: the handler runs on the user's queue, one path
         /// at a time and in order, even when that queue is concurrent.
         var deliveryQueue: DispatchQueue?
-        var started = false
+        /// The callback gate's generation that ``start(queue:)`` opened: nil until then.
+        var generation: Int?
         var cancelled = false
+        /// The engine's rounds are observed (by a start or an iteration), and the observer.
+        var observing = false
+        /// The namespace was deleted: the last path was delivered, and sequences end.
+        var ended = false
         var roundObserver: UInt64?
         var streams: [UInt64: AsyncStream<NetworkPath>.Continuation] = [:]
         var nextStream: UInt64 = 0
@@ -92,36 +98,50 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     /// Whether ``cancel()`` was called.
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
-    /// Starts delivering paths to ``pathUpdateHandler`` on `queue`, the current one first.
-    /// The handler runs one path at a time and in order, even on a concurrent queue (the paths
-    /// go through a serial queue that targets `queue`). Starting twice is harmless.
+    /// Starts delivering paths to ``pathUpdateHandler`` on `queue`, the current one first (also
+    /// when a sequence started following paths before). The handler runs one path at a time and
+    /// in order, even on a concurrent queue (the paths go through a serial queue that targets
+    /// `queue`). Starting twice is harmless: the first queue stays.
     /// - Returns: `false` if the monitor was cancelled (it cannot be restarted), else `true`.
     @discardableResult
     public func start(queue: DispatchQueue) -> Bool {
         // The gate's generation is opened under the lock that marks the monitor as started: a
-        // `cancel()` on another thread then closes it, or comes first and is seen here.
-        let begin = state.withLock { state -> Int?? in
-            if state.cancelled { return .none }
-            if state.started { return .some(nil) }
-            state.started = true
+        // `cancel()` on another thread then closes it, or comes first and is seen here. The
+        // current path, if rounds are observed already, is queued to the handler under the same
+        // lock that a later path's delivery takes, so it comes first.
+        let started = state.withLock { state -> Bool? in
+            if state.cancelled { return nil }
+            guard state.generation == nil else { return false }
             state.queue = queue
-            state.deliveryQueue = DispatchQueue(label: "NetworkPathMonitor.delivery", target: queue)
-            return .some(gate.open())
-        }
-        guard case .some(let opened) = begin else { return false }
-        guard let generation = opened else { return true }
-        guard let engine else {
-            deliver(NetworkPath(status: .unsatisfied), generation: generation)
+            let deliveryQueue = DispatchQueue(label: "NetworkPathMonitor.delivery", target: queue)
+            state.deliveryQueue = deliveryQueue
+            let generation = gate.open()
+            state.generation = generation
+            if let current = state.current { schedule(current, on: deliveryQueue, generation: generation) }
             return true
         }
-        // Judged in the engine's rounds: once per netlink read, on the snapshot the host
-        // monitors of the namespace were judged on.
+        guard let started else { return false }
+        if started { observeRounds() }
+        return true
+    }
+
+    /// Judges paths in the engine's rounds (once per netlink read, on the snapshot the host
+    /// monitors of the namespace were judged on) from now on, if nothing did yet.
+    private func observeRounds() {
+        guard state.withLock({ state in
+            defer { state.observing = true }
+            return !state.observing && !state.cancelled
+        }) else { return }
+        guard let engine else {
+            deliver(NetworkPath(status: .unsatisfied), ended: true)
+            return
+        }
         // A constant weak reference, read without the run-time exclusivity check that a
         // `[weak self]` capture (a variable) costs on every round.
         weak let monitor = self
         let observer = engine.observeRounds { snapshot in
             guard let monitor else { return }
-            monitor.deliver(monitor.evaluate(in: snapshot, engine: engine), generation: generation)
+            monitor.deliver(monitor.evaluate(in: snapshot, engine: engine), ended: snapshot.ended != nil)
         }
         // A `cancel()` since the lock above found no observer to remove: this start removes it.
         let cancelledMeanwhile = state.withLock { state -> Bool in
@@ -130,7 +150,6 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             return false
         }
         if cancelledMeanwhile { engine.stopObservingRounds(observer) }
-        return true
     }
 
     /// Stops the monitor for good. After it returns no handler runs, and the monitor has let go
@@ -149,8 +168,11 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     }
 
     /// Paths as an asynchronous sequence: the current one first, then every change. Iterating
-    /// starts the monitor on a private queue if it was not started; the sequence ends when the
-    /// monitor is cancelled, the iterating task is cancelled or the loop is left.
+    /// follows paths from then on if the monitor was not started (without starting its
+    /// handler: a later ``start(queue:)`` still delivers to it on that queue); the sequence
+    /// ends when the monitor is cancelled, when the namespace is deleted (after the unsatisfied
+    /// path that says so; ``error`` tells why), when the iterating task is cancelled or when
+    /// the loop is left.
     ///
     /// The iteration keeps the monitor alive, as NWPathMonitor's does: `for await path in
     /// NetworkPathMonitor()` follows paths without another reference to the monitor, which is
@@ -160,32 +182,44 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         // Registered and given the current path under the lock that publishing takes, so the
         // stream sees that path and exactly the changes after it.
         let id = state.withLock { state -> UInt64? in
-            if state.cancelled { return nil }
+            if let current = state.current { continuation.yield(current) }
+            if state.cancelled || state.ended { return nil }
             state.nextStream += 1
             state.streams[state.nextStream] = continuation
-            if let current = state.current { continuation.yield(current) }
             return state.nextStream
         }
         guard let id else { continuation.finish(); return stream.makeAsyncIterator() }
         // A strong reference, held by the stream until it ends (then the closure is released).
         continuation.onTermination = { _ in self.state.withLock { $0.streams[id] = nil } }
-        if !state.withLock({ $0.started }) { start(queue: DispatchQueue(label: "NetworkPathMonitor.sequence")) }
+        observeRounds()
         return stream.makeAsyncIterator()
     }
 
     // MARK: - Evaluation
 
     /// Publishes `path` if it differs from the current one: to the streams at once, to the
-    /// handler on the start queue.
-    private func deliver(_ path: NetworkPath, generation: Int) {
-        let delivery = state.withLock { state -> DispatchQueue?? in
-            guard state.current != path else { return .none }
-            state.current = path
-            for stream in state.streams.values { stream.yield(path) }
-            return .some(state.deliveryQueue)
+    /// handler on the start queue. The last path (`ended`: the namespace was deleted, or it
+    /// could not be watched) ends the streams.
+    private func deliver(_ path: NetworkPath, ended: Bool) {
+        let finished = state.withLock { state -> [AsyncStream<NetworkPath>.Continuation] in
+            if state.current != path {
+                state.current = path
+                for stream in state.streams.values { stream.yield(path) }
+                if let queue = state.deliveryQueue, let generation = state.generation {
+                    schedule(path, on: queue, generation: generation)
+                }
+            }
+            guard ended, !state.ended else { return [] }
+            state.ended = true
+            defer { state.streams = [:] }
+            return Array(state.streams.values)
         }
-        guard case .some(let queue) = delivery else { return }
-        queue?.async { [weak self] in
+        for stream in finished { stream.finish() }
+    }
+
+    /// Queues `path` to the handler, which gets it unless the monitor was cancelled meanwhile.
+    private func schedule(_ path: NetworkPath, on queue: DispatchQueue, generation: Int) {
+        queue.async { [weak self] in
             guard let self else { return }
             self.gate.run(generation: generation) {
                 self.state.withLock { $0.handler }?(path)
