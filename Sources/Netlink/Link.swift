@@ -13,7 +13,10 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
     public var flags: InterfaceFlags
     /// The operational state (RFC 2863) that the kernel reports.
     public var operState: OperState
-    /// Whether the kernel reports a carrier (`IFLA_CARRIER`); nil when not reported.
+    /// Whether the link has a carrier (`IFLA_CARRIER`, the kernel's `netif_carrier_ok`). The
+    /// kernel reports it in every message of every link, so the values the library reads always
+    /// have it (a message without it would read as no carrier, as libnl reads it); nil only in a
+    /// value made by hand without one.
     public var carrier: Bool?
     /// The maximum transmission unit, in bytes.
     public var mtu: UInt32
