@@ -16,6 +16,11 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     public var scope: Scope
     /// The metric (`RTA_PRIORITY`); lower wins.
     public var metric: UInt32
+    /// The preference of an IPv6 route's router (`RTA_PREF`, RFC 4191): what a router
+    /// advertisement says, or `ip -6 route add ... pref high`. Among IPv6 routes with the same
+    /// metric the kernel takes the one with the higher preference. The kernel reports it for
+    /// every IPv6 route (medium unless set); nil for IPv4 routes.
+    public var preference: RoutePreference?
     /// The type of service (IPv4) or traffic class the route matches.
     public var tos: UInt8
     /// The preferred source address (`RTA_PREFSRC`).
@@ -46,7 +51,7 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     public init(family: AddressFamily, table: RouteTable = .main, destination: IPNetwork,
                 sourcePrefix: IPNetwork? = nil, type: RouteType = .unicast,
                 routeProtocol: RouteProtocol = .boot, scope: Scope = .universe, metric: UInt32 = 0,
-                tos: UInt8 = 0, preferredSource: IPAddress? = nil, flags: RouteFlags = [],
+                preference: RoutePreference? = nil, tos: UInt8 = 0, preferredSource: IPAddress? = nil, flags: RouteFlags = [],
                 nexthops: [Nexthop] = [], nexthopID: UInt32? = nil) {
         self.family = family
         self.table = table
@@ -56,6 +61,7 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         self.routeProtocol = routeProtocol
         self.scope = scope
         self.metric = metric
+        self.preference = preference
         self.tos = tos
         self.preferredSource = preferredSource
         self.flags = flags
@@ -135,6 +141,7 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         if let index = outputLinkIndex { text += " dev #\(index)" }
         text += " table \(table) proto \(routeProtocol) scope \(scope)"
         if metric != 0 { text += " metric \(metric)" }
+        if let preference, preference != .medium { text += " pref \(preference)" }
         if let preferredSource { text += " src \(preferredSource)" }
         if !flags.isEmpty { text += " \(flags)" }
         return text
@@ -223,6 +230,41 @@ public struct RouteType: RawRepresentable, Sendable, Hashable, CustomStringConve
     /// The name as `ip route` prints it (`unicast`, `local`, `blackhole`, ...), or the number.
     public var description: String {
         Int(rawValue) < Self.names.count ? Self.names[Int(rawValue)] : String(rawValue)
+    }
+}
+
+/// The preference of an IPv6 router, and of the routes it advertises (RFC 4191; `RTA_PREF`,
+/// `ICMPV6_ROUTER_PREF_*`). Ordered as the kernel ranks them (`IPV6_DECODE_PREF`): the
+/// reserved value below low, then low, medium, high.
+public struct RoutePreference: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The two-bit value of the router advertisement's field.
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Low. The corresponding C constant is `ICMPV6_ROUTER_PREF_LOW`.
+    public static let low = RoutePreference(rawValue: 3)
+    /// Medium, the default. The corresponding C constant is `ICMPV6_ROUTER_PREF_MEDIUM`.
+    public static let medium = RoutePreference(rawValue: 0)
+    /// High. The corresponding C constant is `ICMPV6_ROUTER_PREF_HIGH`.
+    public static let high = RoutePreference(rawValue: 1)
+    /// The reserved value, which the kernel never keeps (it takes medium instead). The
+    /// corresponding C constant is `ICMPV6_ROUTER_PREF_INVALID`.
+    public static let invalid = RoutePreference(rawValue: 2)
+
+    /// The kernel's rank (`IPV6_DECODE_PREF`): 0 reserved, 1 low, 2 medium, 3 high.
+    var rank: UInt8 { (rawValue & 3) ^ 2 }
+
+    /// Whether `a` ranks below `b`: low < medium < high.
+    public static func < (a: RoutePreference, b: RoutePreference) -> Bool { a.rank < b.rank }
+
+    /// `low`, `medium` or `high`, as `ip route` prints it, or the number.
+    public var description: String {
+        switch self {
+        case .low: return "low"
+        case .medium: return "medium"
+        case .high: return "high"
+        default: return String(rawValue)
+        }
     }
 }
 

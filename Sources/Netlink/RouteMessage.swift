@@ -47,6 +47,7 @@ extension Route {
         var destination: IPAddress?
         var source: IPAddress?
         var metric: UInt32 = 0
+        var preference: RoutePreference?
         var preferredSource: IPAddress?
         var outputLink: UInt32?
         var gateway: IPAddress?
@@ -69,6 +70,9 @@ extension Route {
             case Int32(RTA_PRIORITY.rawValue):
                 guard let value = value.u32 else { return nil }
                 metric = value
+            case Int32(RTA_PREF.rawValue):
+                guard let value = value.first else { return nil }
+                preference = RoutePreference(rawValue: value)
             case Int32(RTA_PREFSRC.rawValue):
                 guard let address = IPAddress(attribute: value, family: family) else { return nil }
                 preferredSource = address
@@ -117,6 +121,7 @@ extension Route {
             routeProtocol: RouteProtocol(rawValue: message.rtm_protocol),
             scope: Scope(rawValue: message.rtm_scope),
             metric: metric,
+            preference: preference,
             tos: message.rtm_tos,
             preferredSource: preferredSource,
             flags: flags,

@@ -6,7 +6,8 @@ import Testing
 @Suite("Route messages read from the kernel's bytes")
 struct RouteMessageTests {
     /// Every field of every route, as `ip -j -d route show table all` prints it: multipath
-    /// routes with their weights, metrics, protocols, scopes, preferred sources, IPv6.
+    /// routes with their weights, metrics, protocols, scopes, preferred sources, IPv6 and its
+    /// routers' preferences.
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func everyFieldEqualsIPRoute() async throws {
         try await withTestNamespace("rtmsg") { ns in
@@ -16,6 +17,8 @@ struct RouteMessageTests {
                 "route add 10.78.0.0/16 dev veth0 scope link src 10.10.0.1 proto dhcp",
                 "route add 2001:db8:77::/48 metric 7 nexthop via 2001:db8:10::fa dev veth0 weight 2 nexthop via 2001:db8:40::fa dev dum0",
                 "route add 172.16.9.0/24 via 10.10.0.250 dev veth0 table 4242 tos 0x10",
+                "route add 2001:db8:78::/48 via 2001:db8:10::fa dev veth0 pref high",
+                "route add 2001:db8:79::/48 dev veth0 metric 9 pref low",
             ])
             let connection = try NetlinkConnection(namespace: .named(ns.name))
             let names = Dictionary(uniqueKeysWithValues: try connection.links().map { ($0.index, $0.name) })
@@ -96,7 +99,8 @@ private struct IPRouteLine: Comparable, CustomStringConvertible {
         } ?? ["\(e["gateway"] as? String ?? "-")@\(e["dev"] as? String ?? "-")*1"]
         text = [e["table"] as? String ?? "main", e["type"] as? String ?? "unicast", e["dst"] as? String ?? "?",
                 e["protocol"] as? String ?? "boot", e["scope"] as? String ?? "global", "\(e["metric"] as? Int ?? 0)",
-                e["prefsrc"] as? String ?? "-", e["tos"] as? String ?? "0", hops.joined(separator: ",")].joined(separator: " ")
+                e["prefsrc"] as? String ?? "-", e["tos"] as? String ?? "0", e["pref"] as? String ?? "-",
+                hops.joined(separator: ",")].joined(separator: " ")
     }
 
     init(_ r: Route, names: [Int32: String]) {
@@ -107,7 +111,7 @@ private struct IPRouteLine: Comparable, CustomStringConvertible {
             : r.nexthops.map { "\($0.gateway?.description ?? "-")@\($0.linkIndex.flatMap { names[$0] } ?? "-")*\($0.weight)" }
         text = ["\(r.table)", "\(r.type)", destination, "\(r.routeProtocol)", scope, "\(r.metric)",
                 r.preferredSource?.description ?? "-", r.tos == 0 ? "0" : "0x" + String(r.tos, radix: 16),
-                hops.joined(separator: ",")].joined(separator: " ")
+                r.preference?.description ?? "-", hops.joined(separator: ",")].joined(separator: " ")
     }
 
     var description: String { text }

@@ -181,6 +181,30 @@ struct SubscriptionTests {
         }
     }
 
+    /// An IPv6 route's router preference is read, and a change of it alone (what a router's
+    /// new advertisement makes, here `ip -6 route replace`) is a change of the route.
+    @Test func aChangeOfARoutersPreferenceIsAChange() async throws {
+        try await withTestNamespace("pref") { ns in
+            try ns.batch(TestNamespace.twoUplinks + [
+                "route add ::/0 via fe80::1 dev va metric 1024 pref low", "route add default via 10.1.0.2 dev va",
+            ])
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let recorder = EventRecorder(subscription)
+            let routes = subscription.state.defaultRoutes.values
+            #expect(routes.first { $0.family == .ipv6 }?.preference == .low, "\(routes)")
+            #expect(routes.first { $0.family == .ipv4 }.map { $0.preference == nil } == true, "\(routes)")
+            let kernel = try NetlinkConnection(namespace: .named(ns.name))
+            #expect(try kernel.defaultRoutes().first { $0.family == .ipv6 }?.preference == .low)
+            try ns.ip("-6", "route", "replace", "default", "via", "fe80::1", "dev", "va", "metric", "1024", "pref", "high")
+            #expect(recorder.waitFor {
+                guard case .changed(let old, let new)? = $0.routeChange else { return false }
+                return old.preference == .low && new.preference == .high && old.gateway == new.gateway
+            }, "\(recorder.all)")
+            #expect(eventually { subscription.state.defaultRoutes.values.contains { $0.preference == .high } })
+            #expect(eventually { agrees(subscription.state, kernel) })
+        }
+    }
+
     @Test func routesThroughANextHopObjectFollowIt() async throws {
         try await withTestNamespace("nhobj") { ns in
             try ns.batch(TestNamespace.twoUplinks + [
