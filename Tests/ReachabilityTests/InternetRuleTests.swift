@@ -130,6 +130,26 @@ struct InternetRuleTests {
         #expect(Self.internet([dead, Self.route()], rules: rules) == [2], "table 100 has no live route: main answers")
     }
 
+    /// IPv6 routes of one metric (several routers' advertisements, all of metric 1024) go in the
+    /// order of their routers' preference, as the kernel's lookup takes them (`rt6_score_route`),
+    /// whatever their links; a lower metric still goes first, and no preference is medium.
+    @Test func ipv6RoutesOfOneMetricGoByTheirRoutersPreference() {
+        func router(dev index: Int32, metric: UInt32 = 1024, _ preference: RoutePreference?) -> Route {
+            var route = Self.route(dev: index, metric: metric, family: .ipv6)
+            route.preference = preference
+            return route
+        }
+        #expect(Self.internet([router(dev: 2, .low), router(dev: 3, .high)], rules: Self.standard) == [3, 2])
+        #expect(Self.internet([router(dev: 2, .medium), router(dev: 3, .high)], rules: Self.standard) == [3, 2])
+        #expect(Self.internet([router(dev: 2, .low), router(dev: 3, nil)], rules: Self.standard) == [3, 2])
+        #expect(Self.internet([router(dev: 2, .high), router(dev: 3, .high)], rules: Self.standard) == [2, 3],
+                "the same preference: by link")
+        #expect(Self.internet([router(dev: 2, metric: 100, .low), router(dev: 3, .high)], rules: Self.standard) == [2, 3],
+                "the metric first")
+        #expect(RoutePreference.low < .medium && RoutePreference.medium < .high && RoutePreference.invalid < .low)
+        #expect([RoutePreference.low, .medium, .high, .invalid].map(\.description) == ["low", "medium", "high", "2"])
+    }
+
     @Test func aLocalDefaultRouteAnswersAndSendsNothingOut() {
         var local = Self.route(table: 100, dev: 1)
         local.type = .local

@@ -197,6 +197,49 @@ struct PathTests {
                 "\(paths.withLock { $0 })")
     }
 
+    /// Two routers' IPv6 default routes of one metric, as router advertisements give them: the
+    /// path's links and gateways, and the internet's answer, follow the kernel's choice (`ip -6
+    /// route get`), the router with the higher preference, also when only a preference changes.
+    /// The routes go through next-hop objects, which the kernel keeps apart as it keeps routers'
+    /// routes apart (static IPv6 routes with gateways would join one multipath route); both
+    /// routers' neighbour entries are permanent, as the kernel also scores a router whose entry
+    /// failed below the others.
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func ipv6RoutesOfOneMetricFollowTheKernelsChoiceByPreference() async throws {
+        let ns = try TestNamespace("pathpref")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinkLinks + [
+            "nexthop add id 1 via fe80::1 dev va", "nexthop add id 2 via fe80::2 dev wa",
+            "neigh add fe80::1 lladdr 02:00:00:00:00:01 dev va nud permanent",
+            "neigh add fe80::2 lladdr 02:00:00:00:00:02 dev wa nud permanent",
+            "route add ::/0 nhid 1 metric 1024 pref low", "route append ::/0 nhid 2 metric 1024 pref high",
+        ])
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        let paths = Locked<[NetworkPath]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        defer { monitor.cancel() }
+        #expect(monitor.start(queue: DispatchQueue(label: "test.pathpref")))
+        let internet = try Reachability(target: .internet, namespace: .named(ns.name))
+        let deliveries = Deliveries.listening(to: internet)
+        defer { internet.stopListening() }
+        // `replace` changes the first of the two routes, nhid 1's: high ties with wa's (the
+        // links' order then, and the kernel's order of insertion: va), low makes wa's win again.
+        for (change, kernelsLink) in [(nil, "wa"), ("high", "va"), ("low", "wa")] {
+            if let change {
+                try ns.ip("-6", "route", "replace", "default", "nhid", "1", "metric", "1024", "pref", change)
+            }
+            let answer = try #require(try ns.ipJSON("-6", "route", "get", "2001:db8::1").first)
+            #expect(answer["dev"] as? String == kernelsLink, "the kernel's choice after \(change ?? "adding")")
+            let gateway = try #require((answer["gateway"] as? String).flatMap(IPAddress.init))
+            let other = gateway == IPAddress("fe80::1")! ? IPAddress("fe80::2")! : IPAddress("fe80::1")!
+            #expect(eventually {
+                paths.withLock { $0.last?.availableInterfaces.first?.name == kernelsLink && $0.last?.gateways == [gateway, other] }
+            }, "after \(change ?? "adding"): \(paths.withLock { $0.last.map { "\($0) \($0.gateways)" } ?? "none" })")
+            #expect(eventually { deliveries.last?.gateway == gateway && deliveries.last?.interface?.name == kernelsLink },
+                    "after \(change ?? "adding"): \(deliveries.last.map { "\($0)" } ?? "none")")
+        }
+    }
+
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func theMonitorDeliversTheFirstPathThenChangesAndStopsWhenCancelled() async throws {
         let ns = try TestNamespace("path")

@@ -12,8 +12,10 @@ extension ReachabilityEvaluator {
 
     /// The default routes that can carry this host's traffic to the internet, in the order the
     /// kernel would try them: by policy rule, then lowest metric first (IPv4 before IPv6 on a
-    /// tie; routes of one table and family with the same metric, which only `ip route append`
-    /// and `prepend` make, by their links' indexes, not in the kernel's order of insertion).
+    /// tie), and among routes of one table and family with the same metric (the routes of
+    /// several IPv6 routers' advertisements all have metric 1024) the IPv6 one whose router has
+    /// the higher ``Route/preference`` first, as the kernel's lookup takes it, then by their
+    /// links' indexes (see `triedBefore(_:_:)`).
     ///
     /// In each family, the rules (`NetworkState.policyRules`) are walked by priority, as the
     /// kernel walks them for a packet that a socket of `userID`, bound to no link, sends
@@ -92,10 +94,27 @@ extension ReachabilityEvaluator {
             }
             ranked += found
         }
-        return ranked.sorted {
-            ($0.rank, $0.route.metric, $0.route.family.rawValue, $0.route.outputLinkIndex ?? 0)
-                < ($1.rank, $1.route.metric, $1.route.family.rawValue, $1.route.outputLinkIndex ?? 0)
+        return ranked.sorted { a, b in
+            let first = (a.rank, a.route.metric, a.route.family.rawValue)
+            let second = (b.rank, b.route.metric, b.route.family.rawValue)
+            return first != second ? first < second : triedBefore(a.route, b.route)
         }.map(\.route)
+    }
+
+    /// Whether the kernel's lookup tries default route `a` before `b`, of the same table and
+    /// family: the lower metric first; among IPv6 routes of the same metric, the one whose
+    /// router has the higher ``Route/preference`` (`rt6_score_route`, which scores the routes
+    /// of the first one's metric by it: several routers' advertisements give routes of metric
+    /// 1024 that only their preference tells apart); else by their links' indexes. For the
+    /// rest of a tie (the same metric and preference: IPv4 routes that `ip route append` and
+    /// `prepend` make, IPv6 routes of routers with the same preference or through next-hop
+    /// objects) the kernel keeps an order of its own (of insertion, or its round robin among
+    /// routers it cannot reach), which no message tells.
+    static func triedBefore(_ a: Route, _ b: Route) -> Bool {
+        if a.metric != b.metric { return a.metric < b.metric }
+        let (preferenceA, preferenceB) = (a.preference ?? .medium, b.preference ?? .medium)
+        if preferenceA != preferenceB { return preferenceA > preferenceB }
+        return (a.outputLinkIndex ?? 0) < (b.outputLinkIndex ?? 0)
     }
 
     /// The loopback link's index (`LOOPBACK_IFINDEX`): a host's own packets come in on it.
@@ -179,14 +198,15 @@ extension ReachabilityEvaluator {
         return found
     }
 
-    /// What a lookup in one table gives: its default routes in the kernel's order (metric), the
+    /// What a lookup in one table gives: its default routes in the kernel's order
+    /// (``triedBefore(_:_:)``), the
     /// unicast ones that have a live next hop up to the first refusing one, which is included;
     /// and whether the lookup ends there (a route answered) or passes on to the next rule (no
     /// default route, a `throw` first, or an answer that the rule suppresses). A suppressed
     /// route also ends the list: taken after the ones before it, it would be passed over.
     private static func tableRoutes(_ defaults: [Route], suppresses: (Route) -> Bool,
                                     throwRefuses: Bool) -> (routes: [Route], ends: Bool) {
-        let ordered = defaults.sorted { ($0.metric, $0.outputLinkIndex ?? 0) < ($1.metric, $1.outputLinkIndex ?? 0) }
+        let ordered = defaults.sorted(by: triedBefore)
         var routes: [Route] = []
         for route in ordered {
             switch route.type {

@@ -61,7 +61,8 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     public var status: Status
     /// Why not; `.notAvailable` when satisfied or when nothing is more specific.
     public var unsatisfiedReason: UnsatisfiedReason
-    /// The links with a usable default route, in order of preference (route metric, IPv4 first):
+    /// The links with a usable default route, in order of preference (route metric, IPv4 first,
+    /// then among IPv6 routes of one metric the higher router preference, as the kernel takes them):
     /// the links of each family's first route, then those of its later routes, the fallbacks.
     /// When IPv4's first route is not usable, IPv4 lists none: its lookup does not fall back.
     /// IPv6's does, past a router whose neighbour entry failed.
