@@ -71,7 +71,13 @@ private func lifetimeJSON(_ lifetime: Lifetime) -> JSON {
 
 extension Route {
     /// Writes the route's JSON object: routes are the events a churn brings by the hundred
-    /// thousand, so they are written straight into the line's bytes (``JSONWriter``).
+    /// thousand, so they are written straight into the line's bytes (``JSONWriter``). Its
+    /// fields, in order: `family`, `table`, `type`, `destination` (`default` or a prefix),
+    /// `sourcePrefix` (an IPv6 `from` prefix, or null), `gateway`, `index`, `protocol`,
+    /// `scope`, `metric`, `preference` (an IPv6 router's `low`, `medium` or `high`; null for
+    /// IPv4), `tos`, `preferredSource`, `flags`, `nexthops` (of a multipath route: `gateway`,
+    /// `index`, `weight` and the hop's own `flags`, such as `dead` and `linkdown`) and
+    /// `nexthopID`.
     func writeJSON(to out: inout JSONWriter) {
         out.beginObject()
         out.key("family"); out.value(family.description)
@@ -79,11 +85,14 @@ extension Route {
         out.key("type"); out.value(type.description)
         out.key("destination")
         if isDefault { out.value("default" as StaticString) } else { out.value(destination) }
+        out.key("sourcePrefix"); out.value(sourcePrefix)
         out.key("gateway"); out.value(gateway)
         out.key("index"); out.value(outputLinkIndex)
         out.key("protocol"); out.value(routeProtocol.description)
         out.key("scope"); out.value(scope.description)
         out.key("metric"); out.value(metric)
+        out.key("preference"); out.value(preference?.description)
+        out.key("tos"); out.value(tos)
         out.key("preferredSource"); out.value(preferredSource)
         out.key("flags"); out.value(names: flags.names)
         out.key("nexthops")
@@ -94,6 +103,7 @@ extension Route {
                 out.key("gateway"); out.value(hop.gateway)
                 out.key("index"); out.value(hop.linkIndex)
                 out.key("weight"); out.value(hop.weight)
+                out.key("flags"); out.value(names: hop.flags.names)
                 out.endObject()
             }
         }
@@ -111,8 +121,9 @@ extension JSONWriter {
         value { $0.appendAddress(address) }
     }
 
-    /// A network (`address/prefix`) as a string value, IPv4 written digit by digit.
-    mutating func value(_ network: IPNetwork) {
+    /// A network (`address/prefix`) as a string value, IPv4 written digit by digit, or null.
+    mutating func value(_ network: IPNetwork?) {
+        guard let network else { return value(nil as String?) }
         value { sink in
             sink.appendAddress(network.address)
             sink.append(UInt8(ascii: "/"))

@@ -72,8 +72,8 @@ struct LinksAndEventsTests {
 
     /// Every field of a route line, byte for byte, for routes of every shape: the contract's
     /// field order, names for known tables, protocols and scopes, numbers for the others,
-    /// multipath next hops, flags, IPv6, a route through a next-hop object, and the routes
-    /// without a link.
+    /// multipath next hops, flags, IPv6 with a source prefix and a router's preference, a TOS,
+    /// a route through a next-hop object, and the routes without a link.
     @Test func eventsJSONRoutesCarryEveryFieldByteForByte() async throws {
         try await withTestNamespace("cliroutes") { ns in
             try ns.batch(["link add veth0 type veth peer name veth1", "link set veth1 up", "link set veth0 up",
@@ -92,19 +92,23 @@ struct LinksAndEventsTests {
                 "route add 10.82.0.0/16 via 10.9.0.254 table 200 proto 250",
                 "route add unreachable 10.83.0.0/16 metric 9",
                 "nexthop add id 5 via 10.9.0.250 dev veth0", "route add 10.85.0.0/16 nhid 5",
+                "route add 10.86.0.0/16 via 10.9.0.254 tos 0x10",
+                "route add 2001:db8:78::/48 from 2001:db8:99::/48 via 2001:db8:9::fe pref high",
                 "route add 10.184.0.0/16 via 10.9.0.154 metric 1234567",
             ])
             let expected = [
-                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.77.0.0/16","gateway":"10.9.0.254","index":INDEX,"protocol":"static","scope":"global","metric":50,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
-                #"{"family":"ipv4","table":"100","type":"unicast","destination":"10.78.0.0/16","gateway":null,"index":INDEX,"protocol":"openr","scope":"link","metric":0,"preferredSource":"10.9.0.1","flags":[],"nexthops":[],"nexthopID":null}"#,
-                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.79.0.0/16","gateway":"10.9.0.253","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preferredSource":null,"flags":[],"nexthops":[{"gateway":"10.9.0.253","index":INDEX,"weight":3},{"gateway":"10.9.0.252","index":INDEX,"weight":1}],"nexthopID":null}"#,
-                #"{"family":"ipv4","table":"main","type":"blackhole","destination":"10.80.0.0/16","gateway":null,"index":null,"protocol":"boot","scope":"global","metric":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
-                #"{"family":"ipv6","table":"main","type":"unicast","destination":"2001:db8:77::/48","gateway":"2001:db8:9::fe","index":INDEX,"protocol":"boot","scope":"global","metric":7,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
-                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.81.0.0/16","gateway":"10.9.0.254","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preferredSource":null,"flags":["onlink"],"nexthops":[],"nexthopID":null}"#,
-                #"{"family":"ipv4","table":"200","type":"unicast","destination":"10.82.0.0/16","gateway":"10.9.0.254","index":INDEX,"protocol":"250","scope":"global","metric":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
-                #"{"family":"ipv4","table":"main","type":"unreachable","destination":"10.83.0.0/16","gateway":null,"index":null,"protocol":"boot","scope":"global","metric":9,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
-                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.85.0.0/16","gateway":"10.9.0.250","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":5}"#,
-                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.184.0.0/16","gateway":"10.9.0.154","index":INDEX,"protocol":"boot","scope":"global","metric":1234567,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.77.0.0/16","sourcePrefix":null,"gateway":"10.9.0.254","index":INDEX,"protocol":"static","scope":"global","metric":50,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"100","type":"unicast","destination":"10.78.0.0/16","sourcePrefix":null,"gateway":null,"index":INDEX,"protocol":"openr","scope":"link","metric":0,"preference":null,"tos":0,"preferredSource":"10.9.0.1","flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.79.0.0/16","sourcePrefix":null,"gateway":"10.9.0.253","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[{"gateway":"10.9.0.253","index":INDEX,"weight":3,"flags":[]},{"gateway":"10.9.0.252","index":INDEX,"weight":1,"flags":[]}],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"main","type":"blackhole","destination":"10.80.0.0/16","sourcePrefix":null,"gateway":null,"index":null,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv6","table":"main","type":"unicast","destination":"2001:db8:77::/48","sourcePrefix":null,"gateway":"2001:db8:9::fe","index":INDEX,"protocol":"boot","scope":"global","metric":7,"preference":"medium","tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.81.0.0/16","sourcePrefix":null,"gateway":"10.9.0.254","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":0,"preferredSource":null,"flags":["onlink"],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"200","type":"unicast","destination":"10.82.0.0/16","sourcePrefix":null,"gateway":"10.9.0.254","index":INDEX,"protocol":"250","scope":"global","metric":0,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"main","type":"unreachable","destination":"10.83.0.0/16","sourcePrefix":null,"gateway":null,"index":null,"protocol":"boot","scope":"global","metric":9,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.85.0.0/16","sourcePrefix":null,"gateway":"10.9.0.250","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":5}"#,
+                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.184.0.0/16","sourcePrefix":null,"gateway":"10.9.0.154","index":INDEX,"protocol":"boot","scope":"global","metric":1234567,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.86.0.0/16","sourcePrefix":null,"gateway":"10.9.0.254","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":16,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv6","table":"main","type":"unicast","destination":"2001:db8:78::/48","sourcePrefix":"2001:db8:99::/48","gateway":"2001:db8:9::fe","index":INDEX,"protocol":"boot","scope":"global","metric":1024,"preference":"high","tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
             ].map { $0.replacingOccurrences(of: "INDEX", with: "\(index)") }
             #expect(events.waitForLine(containing: "\"event\":\"new\"", "10.184.0.0/16"))
             // Every line's time: ISO 8601 in UTC with microseconds.
@@ -120,6 +124,29 @@ struct LinksAndEventsTests {
             for route in expected {
                 #expect(routes.contains(route), "missing \(route)")
             }
+        }
+    }
+
+    /// A multipath default route whose hop dies (its link goes down: the kernel keeps the route
+    /// and marks the hop, without a message) is a `changed` line whose old and new routes differ
+    /// by the hop's flags.
+    @Test func eventsJSONTellsAHopThatDied() async throws {
+        try await withTestNamespace("clihop") { ns in
+            try ns.batch(TestNamespace.twoUplinks + [
+                "route add default nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev wa",
+            ])
+            let events = try ReachProcess(["events", "--json", "--netns", ns.name])
+            defer { events.stop() }
+            #expect(events.waitForLine(containing: "\"event\":\"synchronized\""))
+            try ns.ip("link", "set", "wa", "down")
+            #expect(events.waitForLine(containing: "\"event\":\"changed\",\"object\":\"route\""))
+            let line = try #require(events.lines.withLock { $0.first { $0.contains("\"event\":\"changed\",\"object\":\"route\"") } })
+            let new = try #require(line.range(of: ",\"route\":")).upperBound
+            let old = try #require(line.range(of: ",\"old\":")).lowerBound
+            let newRoute = String(line[new..<old]), oldRoute = String(line[line.index(old, offsetBy: 7)...].dropLast())
+            #expect(newRoute != oldRoute, "\(line)")
+            #expect(oldRoute.contains(#""gateway":"10.2.0.2","index":"#) && !oldRoute.contains("\"dead\""), "\(line)")
+            #expect(newRoute.contains(#""weight":1,"flags":["dead","linkdown"]}"#), "\(line)")
         }
     }
 
