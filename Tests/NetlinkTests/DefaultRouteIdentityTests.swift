@@ -79,6 +79,6 @@ struct DefaultRouteIdentityTests {
         try ns.ip("route", "del", "default", "via", "10.10.0.79", "table", "767")
         try ns.ip("route", "del", "unreachable", "default", "table", "local", "metric", "9")
         #expect(eventually { subscription.state.defaultRoutes.isEmpty })
-        #expect(recorder.all.filter { if case .removed? = $0.routeChange { true } else { false } }.count == 2)
+        #expect(eventually { recorder.all.filter { if case .removed? = $0.routeChange { true } else { false } }.count == 2 })
     }
 }

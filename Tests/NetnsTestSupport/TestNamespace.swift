@@ -116,3 +116,15 @@ public func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) r
     }
     return try condition()
 }
+
+/// ``eventually(_:_:)`` for async tests whose condition waits for a task of their own: it
+/// sleeps by suspending, so it does not hold one of the few threads of Swift's cooperative pool
+/// (two on a two-core machine), which that task may need.
+public func awaitEventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try condition()
+}

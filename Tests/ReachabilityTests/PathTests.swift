@@ -314,35 +314,43 @@ struct PathTests {
         try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
                       "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2"])
         let namespace = try NetworkNamespace.named(ns.name)
-        let seen = Locked<(paths: [NetworkPath], ended: Bool)>(([], false))
-        let loop = Task {
-            for await path in NetworkPathMonitor(namespace: namespace) { seen.withLock { $0.paths.append(path) } }
-            seen.withLock { $0.ended = true }
-        }
-        let events = Locked<(events: [ReachabilityEvent], ended: Bool)>(([], false))
-        let middleware = Task {
-            for await (event, _) in NetworkPathSource.production(namespace: namespace).events() {
-                events.withLock { $0.events.append(event) }
-            }
-            events.withLock { $0.ended = true }
-        }
-        defer { loop.cancel(); middleware.cancel() }
-        #expect(eventually { seen.withLock { $0.paths.last?.status } == .satisfied })
-        #expect(eventually { events.withLock { $0.events.count } >= 2 })
+        // Iterated here, not in tasks polled with deadlines: parallel tests can hold the
+        // cooperative pool's threads (two on this machine) for seconds.
+        var paths = NetworkPathMonitor(namespace: namespace).makeAsyncIterator()
+        #expect(await paths.next()?.status == .satisfied)
+        var events = NetworkPathSource.production(namespace: namespace).events().makeAsyncIterator()
+        #expect(await events.next()?.0 == .startMonitoring)
+        #expect(await events.next() != nil)
         ns.delete()
-        #expect(eventually { seen.withLock { $0.ended } }, "\(seen.withLock { $0.paths })")
-        #expect(seen.withLock { $0.paths.last?.status } == .unsatisfied)
-        #expect(eventually { events.withLock { $0.ended } }, "\(events.withLock { $0.events })")
-        #expect(events.withLock { $0.events.last } == .stopMonitoring)
-        // A monitor made for a namespace that is gone gives its one unsatisfied path and ends
-        // (waited for boundedly: a sequence that does not end must fail the test, not hang it).
-        let late = Locked<(paths: [NetworkPath], ended: Bool)>(([], false))
-        let lateLoop = Task {
-            for await path in NetworkPathMonitor(namespace: namespace) { late.withLock { $0.paths.append(path) } }
-            late.withLock { $0.ended = true }
+        // Each sequence to its end, boundedly: a watchdog cancels the wait after 60 s.
+        let rest = await Self.untilEnd(of: paths)
+        #expect(!rest.timedOut)
+        #expect(rest.elements.last?.status == .unsatisfied, "\(rest.elements)")
+        let restOfEvents = await Self.untilEnd(of: events)
+        #expect(!restOfEvents.timedOut)
+        #expect(restOfEvents.elements.last?.0 == .stopMonitoring)
+        // A monitor made for a namespace that is gone gives its one unsatisfied path and ends.
+        let late = await Self.untilEnd(of: NetworkPathMonitor(namespace: namespace).makeAsyncIterator())
+        #expect(!late.timedOut)
+        #expect(late.elements.map(\.status) == [.unsatisfied])
+    }
+
+    /// The rest of a sequence, and whether it had not ended after `seconds` (then it was
+    /// cancelled).
+    private static func untilEnd<Iterator: AsyncIteratorProtocol & SendableMetatype>(
+        of iterator: sending Iterator, seconds: Int = 60
+    ) async -> (elements: [Iterator.Element], timedOut: Bool) where Iterator.Element: Sendable {
+        let consumer = Task {
+            var iterator = iterator
+            var elements: [Iterator.Element] = []
+            while let element = try? await iterator.next() { elements.append(element) }
+            return (elements, Task.isCancelled)
         }
-        defer { lateLoop.cancel() }
-        #expect(eventually { late.withLock { $0.ended } })
-        #expect(late.withLock { $0.paths.map(\.status) } == [.unsatisfied])
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(seconds))
+            consumer.cancel()
+        }
+        defer { watchdog.cancel() }
+        return await consumer.value
     }
 }
