@@ -83,8 +83,12 @@ public enum RouteChange: Sendable, Hashable {
     /// A route that the subscription does not keep was replaced (`ip route replace`, or
     /// `NLM_F_REPLACE`); this is the new version.
     case replaced(Route)
-    /// A route went away: deleted, or flushed by the kernel when its link went down or away
-    /// (which the kernel does without a notification; the subscription notices and reports it).
+    /// A route went away: deleted with a message, or, for a default route, also flushed by the
+    /// kernel without one (its link went down or away, its source address went): the
+    /// subscription re-reads the default routes it keeps and reports those. Other routes that
+    /// the kernel flushes silently (an IPv4 link's prefix and broadcast routes when it goes
+    /// down, routes through it) are not reported: the subscription does not keep them, and only
+    /// a dump of the table would tell.
     case removed(Route)
 
     /// The route after the change (the last version for ``removed(_:)``).

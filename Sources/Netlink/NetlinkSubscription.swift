@@ -224,7 +224,8 @@ public final class NetlinkObservation: Sendable {
     }
 
     /// Stops delivery. When it returns, no callback is running (unless called from one) and none
-    /// will start. Calling it again does nothing.
+    /// will start: it waits for a running callback, so never call it from a thread that the
+    /// callback waits for. Calling it again does nothing.
     public func cancel() {
         let taken = registration.withLock { registration in
             defer { registration = nil }

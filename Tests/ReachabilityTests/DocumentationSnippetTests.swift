@@ -44,6 +44,19 @@ struct DocumentationSnippetTests {
         NotificationCenter.default.removeObserver(observer)
     }
 
+    /// ComingFromReachabilityLibraries' main-actor model, following this host's loopback
+    /// address.
+    @Test @MainActor func mainActorModel() async throws {
+        let reachability = try Reachability(address: IPAddress("127.0.0.1")!)
+        let model = StatusModel()
+        model.follow(reachability)
+        for _ in 0..<500 where model.status != reachability.status {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(model.status == reachability.status && reachability.status != .notReachable)
+        model.stop()
+    }
+
     @Test func classificationOverview() throws {
         let kernel = try NetlinkConnection()
         let classifier = LinkClassificationCache()
@@ -51,4 +64,18 @@ struct DocumentationSnippetTests {
             print(index, answer.type, answer.kind, answer.isExpensive)
         }
     }
+}
+
+// ComingFromReachabilityLibraries, "Queues, the main actor and stopping".
+@MainActor final class StatusModel {
+    var status = ReachabilityStatus.notReachable
+    private var following: Task<Void, Never>?
+
+    func follow(_ reachability: Reachability) {
+        following = Task { @MainActor [weak self] in
+            for await answer in reachability.updates() { self?.status = answer.status }
+        }
+    }
+
+    func stop() { following?.cancel() }
 }

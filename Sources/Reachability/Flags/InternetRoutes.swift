@@ -14,7 +14,7 @@ extension ReachabilityEvaluator {
     /// kernel would try them: by policy rule, then lowest metric first (IPv4 before IPv6 on a
     /// tie), and among routes of one table and family with the same metric (the routes of
     /// several IPv6 routers' advertisements all have metric 1024) the IPv6 one whose router has
-    /// the higher ``Route/preference`` first, as the kernel's lookup takes it, then by their
+    /// the higher `Route.preference` first, as the kernel's lookup takes it, then by their
     /// links' indexes (see `triedBefore(_:_:)`).
     ///
     /// In each family, the rules (`NetworkState.policyRules`) are walked by priority, as the
@@ -103,7 +103,7 @@ extension ReachabilityEvaluator {
 
     /// Whether the kernel's lookup tries default route `a` before `b`, of the same table and
     /// family: the lower metric first; among IPv6 routes of the same metric, the one whose
-    /// router has the higher ``Route/preference`` (`rt6_score_route`, which scores the routes
+    /// router has the higher `Route.preference` (`rt6_score_route`, which scores the routes
     /// of the first one's metric by it: several routers' advertisements give routes of metric
     /// 1024 that only their preference tells apart); else by their links' indexes. For the
     /// rest of a tie (the same metric and preference: IPv4 routes that `ip route append` and

@@ -321,7 +321,10 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         if superseded { engine.unwatch(token) }
     }
 
-    /// Stops listening. After it returns no callback runs (unless it is called from one).
+    /// Stops listening. After it returns no callback runs (unless it is called from one): it
+    /// waits for a callback running on another thread, so never call it from a thread that a
+    /// running callback waits for (the main thread, while the callback does
+    /// `DispatchQueue.main.sync`); the two would wait for each other.
     public func stopListening() {
         let token = state.withLock { state -> ReachabilityEngine.Token? in
             defer {

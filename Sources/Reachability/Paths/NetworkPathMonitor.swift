@@ -154,7 +154,9 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
 
     /// Stops the monitor for good. After it returns no handler runs, and the monitor has let go
     /// of ``pathUpdateHandler`` (as NWPathMonitor releases its handler on cancel), so a handler
-    /// that holds the monitor makes no cycle once it is cancelled.
+    /// that holds the monitor makes no cycle once it is cancelled. Unlike NWPathMonitor's, it
+    /// waits for a handler running on another thread: never call it from a thread that the
+    /// handler waits for (the main thread, while the handler does `DispatchQueue.main.sync`).
     public func cancel() {
         let (observer, streams) = state.withLock { state -> (UInt64?, [AsyncStream<NetworkPath>.Continuation]) in
             state.cancelled = true
