@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 
 /// The subscription loops that a process's exit must end before it runs the shared libraries'
@@ -73,8 +74,16 @@ final class ExitCoordinator: Sendable {
     /// waits until each has freed its libnl objects (or until ``waitSeconds`` have passed). The
     /// loop of the calling thread itself, if an observer on it called `exit`, ends with the
     /// process. Does nothing in a child process that inherited the coordinator.
-    func endRunningLoops() {
-        guard getpid() == processIdentifier else { return }
+    ///
+    /// An exit from a block on a queue that a loop's observer waits for (`sync`: the
+    /// evaluation queue of `Reachability`, whose rounds run inside the subscription's
+    /// observer; see ``NetlinkSubscription/noteObserversWait(for:)``) waits for that loop only
+    /// until it is inside its observers, where it runs no libnl code: there it waits for this
+    /// block, which never ends, and waiting for it would only spend ``waitSeconds``.
+    /// - Returns: How many loops it left waiting for the exiting block.
+    @discardableResult
+    func endRunningLoops() -> Int {
+        guard getpid() == processIdentifier else { return 0 }
         let engines = state.withLock { state in
             state.exiting = true
             return Array(state.loops.values)
@@ -83,8 +92,40 @@ final class ExitCoordinator: Sendable {
         var deadline = timespec()
         clock_gettime(CLOCK_REALTIME, &deadline)
         deadline.tv_sec += waitSeconds
+        let waitingForThisBlock = DispatchQueue.getSpecific(key: Self.queueWaitedForByObservers)
+        var leftWaiting = 0
         for engine in engines where !engine.isLoopThread {
-            _ = engine.waitUntilFinished(until: deadline)
+            if ObjectIdentifier(engine) == waitingForThisBlock {
+                if Self.waitUntilFinishedOrInObservers(engine, until: deadline) == .inObservers { leftWaiting += 1 }
+            } else {
+                _ = engine.waitUntilFinished(until: deadline)
+            }
+        }
+        return leftWaiting
+    }
+
+    /// Waits, in steps of a few milliseconds, until `engine`'s loop has ended or is inside its
+    /// observers, or until `deadline`.
+    private static func waitUntilFinishedOrInObservers(_ engine: SubscriptionEngine,
+                                                       until deadline: timespec) -> LoopAtExit {
+        while true {
+            var step = timespec()
+            clock_gettime(CLOCK_REALTIME, &step)
+            let past = step.tv_sec > deadline.tv_sec || step.tv_sec == deadline.tv_sec && step.tv_nsec >= deadline.tv_nsec
+            step.tv_nsec += 5_000_000
+            if step.tv_nsec >= 1_000_000_000 { step.tv_sec += 1; step.tv_nsec -= 1_000_000_000 }
+            if engine.waitUntilFinished(until: step) { return .finished }
+            if engine.isInObservers { return .inObservers }
+            if past { return .timedOut }
         }
     }
+
+    /// Where a loop was when the exit stopped waiting for it.
+    private enum LoopAtExit {
+        case finished, inObservers, timedOut
+    }
+
+    /// The key of the value that ``NetlinkSubscription/noteObserversWait(for:)`` sets on a
+    /// queue: the loop whose observers wait for the queue's blocks.
+    static let queueWaitedForByObservers = DispatchSpecificKey<ObjectIdentifier>()
 }

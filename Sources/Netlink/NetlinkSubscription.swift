@@ -50,6 +50,13 @@ public final class NetlinkSubscription: Sendable {
 
     deinit { engine.stop() }
 
+    /// Notes that an observer on this subscription's thread waits for blocks of `queue`
+    /// (`queue.sync`), so that the process's exit from such a block does not wait for this
+    /// subscription's loop once it waits for that block (see `ExitCoordinator`).
+    package func noteObserversWait(for queue: DispatchQueue) {
+        queue.setSpecific(key: ExitCoordinator.queueWaitedForByObservers, value: ObjectIdentifier(engine))
+    }
+
     private struct WeakSubscription: Sendable {
         weak var value: NetlinkSubscription?
     }

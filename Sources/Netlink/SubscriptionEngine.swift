@@ -29,6 +29,10 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether the process's exit asked the loop to end (its observers are then not told).
     private let endedByExit = Atomic<Bool>(false)
     private let loopThread = Atomic<UInt>(0)
+    /// The loop thread is inside its observers (publishing), where it runs no libnl code: an
+    /// exit from a block that such an observer waits for need not wait for the loop (see
+    /// ``ExitCoordinator/endRunningLoops()``).
+    private let inObservers = Atomic<Bool>(false)
     private let completion = ConditionLock()
     private var finished = false  // guarded by `completion`
 
@@ -150,6 +154,16 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     /// Whether the calling thread is the loop's.
     var isLoopThread: Bool { loopThread.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// Whether the loop thread is inside its observers now.
+    var isInObservers: Bool { inObservers.load(ordering: .acquiring) }
+
+    /// Runs `body`, which calls the observers, marked as such (``isInObservers``).
+    private func inObserverCalls(_ body: () -> Void) {
+        inObservers.store(true, ordering: .releasing)
+        body()
+        inObservers.store(false, ordering: .releasing)
+    }
 
     /// Waits until the loop has freed everything, or until `deadline` (CLOCK_REALTIME).
     /// - Returns: Whether it has.
@@ -351,7 +365,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                         ending = NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
                         return
                     }
-                    publisher.deliverOnSubscriptionThread()
+                    inObserverCalls { publisher.deliverOnSubscriptionThread() }
                 } else if fd == netlinkDescriptor {
                     messagesSinceWake = 0
                     readNotifications()
@@ -367,7 +381,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             flush()
             if unsettledPublished, !stopRequested.load(ordering: .acquiring) {
                 // The re-read changed nothing: the state told before it is settled.
-                publisher.publishSettled()
+                inObserverCalls { publisher.publishSettled() }
             }
             unsettledPublished = false
             armExpiryTimer()
@@ -496,7 +510,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func flush() {
         guard !batch.isEmpty else { return }
         let settled = !rereadIsMarked
-        publisher.publish(state: state, events: batch, settled: settled)
+        inObserverCalls { publisher.publish(state: state, events: batch, settled: settled) }
         unsettledPublished = !settled
         batch.removeAll(keepingCapacity: true)
     }

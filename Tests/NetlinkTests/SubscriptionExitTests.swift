@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 @testable import Netlink
 import NetnsTestSupport
@@ -67,6 +68,37 @@ struct SubscriptionExitTests {
         stopped.stop()
         #expect(other.termination != nil)
         #expect(toldOther.load(ordering: .relaxed) == 1)
+    }
+
+    /// `exit` from a callback on `Reachability`'s evaluation queue, whose rounds run inside the
+    /// subscription's observer with `queue.sync`: the loop waits for the exiting block, which
+    /// never ends, so the exit leaves it there instead of waiting for it (which took the whole
+    /// wait, a second, before).
+    @Test func anExitFromABlockThatALoopsObserverWaitsForLeavesThatLoop() throws {
+        let ns = try TestNamespace("atexit4")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb"])
+        let coordinator = ExitCoordinator(waitSeconds: 5)
+        let queue = DispatchQueue(label: "test.evaluation")
+        let publisher = Publisher()
+        publisher.attach(CallbackObserver(queue: nil, handler: { _ in queue.sync {} }, onTermination: { _ in }))
+        let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
+                                                  publisher: publisher, exitCoordinator: coordinator)
+        queue.setSpecific(key: ExitCoordinator.queueWaitedForByObservers, value: ObjectIdentifier(engine))
+        let left = Locked<Int?>(nil)
+        queue.sync {
+            // A change: the loop's observer now waits for this block.
+            _ = try? ns.ip("link", "set", "va", "up")
+            _ = eventually { engine.isInObservers }
+            left.withLock { $0 = coordinator.endRunningLoops() }
+        }
+        #expect(left.withLock { $0 } == 1)
+        // Its block done, the loop goes on and ends.
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += 30
+        #expect(engine.waitUntilFinished(until: deadline))
+        engine.stop()
     }
 
     @Test func aChildProcessLeavesItsParentsLoopsAlone() throws {

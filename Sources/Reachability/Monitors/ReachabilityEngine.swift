@@ -219,6 +219,8 @@ final class ReachabilityEngine: Sendable {
         // `weak let` rather than `[weak self]`: a weak capture is a variable, whose every read
         // is checked for exclusive access at run time; a constant's is not.
         weak let engine = self
+        // Rounds for inline watchers run from the subscription's observer with `queue.sync`.
+        subscription.noteObserversWait(for: queue)
         let observation = subscription.observeSettledBatchesOnSubscriptionThread(onTermination: { error in
             engine?.subscriptionEnded(error)
         }) { events, settled in
