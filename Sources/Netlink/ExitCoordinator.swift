@@ -78,8 +78,8 @@ final class ExitCoordinator: Sendable {
     /// An exit from a block on a queue that a loop's observer waits for (`sync`: the
     /// evaluation queue of `Reachability`, whose rounds run inside the subscription's
     /// observer; see ``NetlinkSubscription/noteObserversWait(for:)``) waits for that loop only
-    /// until it is inside its observers, where it runs no libnl code: there it waits for this
-    /// block, which never ends, and waiting for it would only spend ``waitSeconds``.
+    /// until its observer waits for the queue: it then waits for this block, which never ends,
+    /// and runs no libnl code; waiting for it would only spend ``waitSeconds``.
     /// - Returns: How many loops it left waiting for the exiting block.
     @discardableResult
     func endRunningLoops() -> Int {
@@ -96,7 +96,7 @@ final class ExitCoordinator: Sendable {
         var leftWaiting = 0
         for engine in engines where !engine.isLoopThread {
             if ObjectIdentifier(engine) == waitingForThisBlock {
-                if Self.waitUntilFinishedOrInObservers(engine, until: deadline) == .inObservers { leftWaiting += 1 }
+                if Self.waitUntilFinishedOrWaiting(engine, until: deadline) == .waitingForThisBlock { leftWaiting += 1 }
             } else {
                 _ = engine.waitUntilFinished(until: deadline)
             }
@@ -104,10 +104,10 @@ final class ExitCoordinator: Sendable {
         return leftWaiting
     }
 
-    /// Waits, in steps of a few milliseconds, until `engine`'s loop has ended or is inside its
-    /// observers, or until `deadline`.
-    private static func waitUntilFinishedOrInObservers(_ engine: SubscriptionEngine,
-                                                       until deadline: timespec) -> LoopAtExit {
+    /// Waits, in steps of a few milliseconds, until `engine`'s loop has ended or its observer
+    /// waits for the exiting block, or until `deadline`.
+    private static func waitUntilFinishedOrWaiting(_ engine: SubscriptionEngine,
+                                                   until deadline: timespec) -> LoopAtExit {
         while true {
             var step = timespec()
             clock_gettime(CLOCK_REALTIME, &step)
@@ -115,14 +115,14 @@ final class ExitCoordinator: Sendable {
             step.tv_nsec += 5_000_000
             if step.tv_nsec >= 1_000_000_000 { step.tv_sec += 1; step.tv_nsec -= 1_000_000_000 }
             if engine.waitUntilFinished(until: step) { return .finished }
-            if engine.isInObservers { return .inObservers }
+            if engine.isObserverWaiting { return .waitingForThisBlock }
             if past { return .timedOut }
         }
     }
 
     /// Where a loop was when the exit stopped waiting for it.
     private enum LoopAtExit {
-        case finished, inObservers, timedOut
+        case finished, waitingForThisBlock, timedOut
     }
 
     /// The key of the value that ``NetlinkSubscription/noteObserversWait(for:)`` sets on a

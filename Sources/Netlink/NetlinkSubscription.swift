@@ -51,10 +51,17 @@ public final class NetlinkSubscription: Sendable {
     deinit { engine.stop() }
 
     /// Notes that an observer on this subscription's thread waits for blocks of `queue`
-    /// (`queue.sync`), so that the process's exit from such a block does not wait for this
-    /// subscription's loop once it waits for that block (see `ExitCoordinator`).
+    /// (`queue.sync`, inside ``whileObserverWaits(_:)``), so that the process's exit from such a
+    /// block does not wait for this subscription's loop while it waits for that block, which
+    /// never ends (see `ExitCoordinator`).
     package func noteObserversWait(for queue: DispatchQueue) {
         queue.setSpecific(key: ExitCoordinator.queueWaitedForByObservers, value: ObjectIdentifier(engine))
+    }
+
+    /// Runs `body`, in which an observer on this subscription's thread waits for a block of a
+    /// queue given to ``noteObserversWait(for:)``.
+    package func whileObserverWaits<T>(_ body: () -> T) -> T {
+        engine.whileObserverWaits(body)
     }
 
     private struct WeakSubscription: Sendable {

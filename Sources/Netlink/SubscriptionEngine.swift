@@ -29,10 +29,10 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether the process's exit asked the loop to end (its observers are then not told).
     private let endedByExit = Atomic<Bool>(false)
     private let loopThread = Atomic<UInt>(0)
-    /// The loop thread is inside its observers (publishing), where it runs no libnl code: an
-    /// exit from a block that such an observer waits for need not wait for the loop (see
-    /// ``ExitCoordinator/endRunningLoops()``).
-    private let inObservers = Atomic<Bool>(false)
+    /// An observer on the loop thread waits for a block of a queue (see
+    /// ``NetlinkSubscription/whileObserverWaits(_:)``): an exit from a block of that queue need
+    /// not wait for the loop, which waits for it (see ``ExitCoordinator/endRunningLoops()``).
+    private let observerWaits = Atomic<Bool>(false)
     private let completion = ConditionLock()
     private var finished = false  // guarded by `completion`
 
@@ -155,14 +155,15 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether the calling thread is the loop's.
     var isLoopThread: Bool { loopThread.load(ordering: .acquiring) == UInt(pthread_self()) }
 
-    /// Whether the loop thread is inside its observers now.
-    var isInObservers: Bool { inObservers.load(ordering: .acquiring) }
+    /// Whether an observer on the loop thread waits for a queue's block now.
+    var isObserverWaiting: Bool { observerWaits.load(ordering: .acquiring) }
 
-    /// Runs `body`, which calls the observers, marked as such (``isInObservers``).
-    private func inObserverCalls(_ body: () -> Void) {
-        inObservers.store(true, ordering: .releasing)
-        body()
-        inObservers.store(false, ordering: .releasing)
+    /// Runs `body`, in which an observer on the loop thread waits for a queue's block, marked as
+    /// such (``isObserverWaiting``).
+    func whileObserverWaits<T>(_ body: () -> T) -> T {
+        observerWaits.store(true, ordering: .releasing)
+        defer { observerWaits.store(false, ordering: .releasing) }
+        return body()
     }
 
     /// Waits until the loop has freed everything, or until `deadline` (CLOCK_REALTIME).
@@ -365,7 +366,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                         ending = NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
                         return
                     }
-                    inObserverCalls { publisher.deliverOnSubscriptionThread() }
+                    publisher.deliverOnSubscriptionThread()
                 } else if fd == netlinkDescriptor {
                     messagesSinceWake = 0
                     readNotifications()
@@ -381,7 +382,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             flush()
             if unsettledPublished, !stopRequested.load(ordering: .acquiring) {
                 // The re-read changed nothing: the state told before it is settled.
-                inObserverCalls { publisher.publishSettled() }
+                publisher.publishSettled()
             }
             unsettledPublished = false
             armExpiryTimer()
@@ -510,7 +511,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func flush() {
         guard !batch.isEmpty else { return }
         let settled = !rereadIsMarked
-        inObserverCalls { publisher.publish(state: state, events: batch, settled: settled) }
+        publisher.publish(state: state, events: batch, settled: settled)
         unsettledPublished = !settled
         batch.removeAll(keepingCapacity: true)
     }

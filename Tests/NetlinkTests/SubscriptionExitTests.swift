@@ -81,15 +81,19 @@ struct SubscriptionExitTests {
         let coordinator = ExitCoordinator(waitSeconds: 5)
         let queue = DispatchQueue(label: "test.evaluation")
         let publisher = Publisher()
-        publisher.attach(CallbackObserver(queue: nil, handler: { _ in queue.sync {} }, onTermination: { _ in }))
+        let started = Locked<SubscriptionEngine?>(nil)
+        publisher.attach(CallbackObserver(queue: nil, handler: { _ in
+            _ = started.withLock { $0 }?.whileObserverWaits { queue.sync {} }
+        }, onTermination: { _ in }))
         let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
                                                   publisher: publisher, exitCoordinator: coordinator)
+        started.withLock { $0 = engine }
         queue.setSpecific(key: ExitCoordinator.queueWaitedForByObservers, value: ObjectIdentifier(engine))
         let left = Locked<Int?>(nil)
         queue.sync {
             // A change: the loop's observer now waits for this block.
             _ = try? ns.ip("link", "set", "va", "up")
-            _ = eventually { engine.isInObservers }
+            _ = eventually { engine.isObserverWaiting }
             left.withLock { $0 = coordinator.endRunningLoops() }
         }
         #expect(left.withLock { $0 } == 1)
