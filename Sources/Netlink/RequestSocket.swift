@@ -68,6 +68,16 @@ final class RequestSocket {
         return links.sorted { $0.index < $1.index }
     }
 
+    /// The link with index `index` now (`RTM_GETLINK` for it), or nil when there is none.
+    func link(index: Int32) throws(NetlinkError) -> Link? {
+        var object: OpaquePointer?
+        let status = rtnl_link_get_kernel(handle, index, nil, &object)
+        if status == -NLE_OBJ_NOTFOUND || status == -NLE_NODEV { return nil }
+        try nlCheck(status, "get link \(index)")
+        defer { rtnl_link_put(object) }
+        return object.flatMap { Link(libnl: $0) }
+    }
+
     /// The interface addresses of the namespace, through a libnl address cache.
     func addresses() throws(NetlinkError) -> [InterfaceAddress] {
         var cache: OpaquePointer?

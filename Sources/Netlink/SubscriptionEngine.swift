@@ -62,6 +62,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     @exclusivity(unchecked) private var batch: [NetlinkEvent] = []
     @exclusivity(unchecked) private var linksToReconcile: Set<Int32> = []
     @exclusivity(unchecked) private var tablesToReconcile: Set<TableKey> = []
+    /// Links to read again: their lower link left the namespace (see `removeLink`).
+    @exclusivity(unchecked) private var linksToReread: Set<Int32> = []
     /// The next-hop objects by id, kept from `RTM_NEWNEXTHOP` / `RTM_DELNEXTHOP`, for routes
     /// that name one without carrying its next hops (see ``Route/nexthopID``).
     @exclusivity(unchecked) private var nexthopObjects: [UInt32: NexthopObject] = [:]
@@ -344,6 +346,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         linksToReconcile.removeAll()
         tablesToReconcile.removeAll()
         rulesToReread.removeAll()
+        linksToReread.removeAll()
     }
 
     private func loop() {
@@ -519,6 +522,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether `reconcileMarked` has anything to re-read.
     private var rereadIsMarked: Bool {
         !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty || nexthopObjectsStale || !rulesToReread.isEmpty
+            || !linksToReread.isEmpty
     }
 
     private func teardown() {
@@ -576,10 +580,17 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     /// Forgets a link that went away, with its addresses and the default routes through it
     /// (the kernel flushes those without a notification).
+    ///
+    /// A link whose lower link it was, in this namespace, is read again at the end of the batch
+    /// if it is still here: the other end of a veth pair whose peer moved to another namespace
+    /// now has its lower link there (`IFLA_LINK_NETNSID`), which the kernel tells no one.
     private func removeLink(index: Int32, lastSeen: Link) {
         let old = state.links.removeValue(forKey: index) ?? lastSeen
         state.linkRevision = Self.nextLinkRevision()
         batch.append(.link(.removed(old)))
+        for link in state.links.values where link.lowerLinkIndex == index && link.linkNamespaceID == nil {
+            linksToReread.insert(link.index)
+        }
         rereadRulesNaming(old.name)
         for (key, address) in state.addresses where address.linkIndex == index {
             state.addresses[key] = nil
@@ -785,6 +796,16 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// datagram, however large the table), in IPv6 filtered by the kernel by output link too.
     private func reconcileMarked() {
         guard rereadIsMarked else { return }
+        // Links whose lower link left (see `removeLink`), unless they went with it.
+        for index in linksToReread where state.links[index] != nil {
+            do {
+                if let link = try requests!.link(index: index) { applyLink(link, deleted: false) }
+            } catch {
+                resynchronize(reason: .error(error))
+                return
+            }
+        }
+        linksToReread.removeAll()
         if !rulesToReread.isEmpty {
             do {
                 try rereadRules()
@@ -948,6 +969,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 rulesToReread.removeAll()
                 linksToReconcile.removeAll()
                 tablesToReconcile.removeAll()
+                linksToReread.removeAll()
                 batch.append(.resynchronized(reason))
                 publisher.countResynchronization()
                 return

@@ -20,7 +20,9 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     indirect case addressPair(local: IPAddress, remote: IPAddress)
     /// An IPv6 link-local address on one link (`fe80::1%eth0`): the kernel's lookup through
     /// that link (a socket's `sin6_scope_id`). `interface` is the link's name, or its index in
-    /// decimal when no link has that name; a link that is missing is answered as such, and the
+    /// decimal when no link has that name (not one of its alternative names, `ip link property
+    /// add altname`, which `if_nametoindex` knows but the library's links do not carry); a link
+    /// that is missing is answered as such, and the
     /// answer follows the link when it comes back. A link-local address without a scope is not
     /// reachable (``UnreachableReason/scopeRequired``): a socket cannot send to it.
     indirect case scopedAddress(IPAddress, interface: String)
