@@ -92,11 +92,13 @@ final class ExitCoordinator: Sendable {
         var deadline = timespec()
         clock_gettime(CLOCK_REALTIME, &deadline)
         deadline.tv_sec += waitSeconds
-        let waitingForThisBlock = DispatchQueue.getSpecific(key: Self.queueWaitedForByObservers)
+        let thisQueue = DispatchQueue.getSpecific(key: Self.queueWaitedForByObservers)
         var leftWaiting = 0
         for engine in engines where !engine.isLoopThread {
-            if ObjectIdentifier(engine) == waitingForThisBlock {
-                if Self.waitUntilFinishedOrWaiting(engine, until: deadline) == .waitingForThisBlock { leftWaiting += 1 }
+            if let thisQueue, thisQueue.loop == ObjectIdentifier(engine) {
+                if Self.waitUntilFinishedOrWaiting(engine, for: thisQueue.queue, until: deadline) == .waitingForThisBlock {
+                    leftWaiting += 1
+                }
             } else {
                 _ = engine.waitUntilFinished(until: deadline)
             }
@@ -105,8 +107,8 @@ final class ExitCoordinator: Sendable {
     }
 
     /// Waits, in steps of a few milliseconds, until `engine`'s loop has ended or its observer
-    /// waits for the exiting block, or until `deadline`.
-    private static func waitUntilFinishedOrWaiting(_ engine: SubscriptionEngine,
+    /// waits for `queue`, the exiting block's, or until `deadline`.
+    private static func waitUntilFinishedOrWaiting(_ engine: SubscriptionEngine, for queue: UInt,
                                                    until deadline: timespec) -> LoopAtExit {
         while true {
             var step = timespec()
@@ -115,7 +117,7 @@ final class ExitCoordinator: Sendable {
             step.tv_nsec += 5_000_000
             if step.tv_nsec >= 1_000_000_000 { step.tv_sec += 1; step.tv_nsec -= 1_000_000_000 }
             if engine.waitUntilFinished(until: step) { return .finished }
-            if engine.isObserverWaiting { return .waitingForThisBlock }
+            if engine.isObserverWaiting(for: queue) { return .waitingForThisBlock }
             if past { return .timedOut }
         }
     }
@@ -126,6 +128,14 @@ final class ExitCoordinator: Sendable {
     }
 
     /// The key of the value that ``NetlinkSubscription/noteObserversWait(for:)`` sets on a
-    /// queue: the loop whose observers wait for the queue's blocks.
-    static let queueWaitedForByObservers = DispatchSpecificKey<ObjectIdentifier>()
+    /// queue: the loop whose observers wait for the queue's blocks, and the queue. (A block of a
+    /// queue that targets it reads the same value, and holds it up too.)
+    static let queueWaitedForByObservers = DispatchSpecificKey<WaitedQueue>()
+
+    /// A queue that a loop's observers wait for: the loop, and the queue's identity. One loop
+    /// (a namespace's shared subscription) can serve several such queues.
+    struct WaitedQueue {
+        let loop: ObjectIdentifier
+        let queue: UInt
+    }
 }

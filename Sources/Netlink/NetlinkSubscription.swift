@@ -51,18 +51,21 @@ public final class NetlinkSubscription: Sendable {
     deinit { engine.stop() }
 
     /// Notes that an observer on this subscription's thread waits for blocks of `queue`
-    /// (`queue.sync`, inside ``whileObserverWaits(_:)``), so that the process's exit from such a
-    /// block does not wait for this subscription's loop while it waits for that block, which
-    /// never ends (see `ExitCoordinator`).
+    /// (`queue.sync`, inside ``whileObserverWaits(for:_:)``), so that the process's exit from
+    /// such a block does not wait for this subscription's loop while it waits for that very
+    /// queue, whose block then never ends (see `ExitCoordinator`).
     package func noteObserversWait(for queue: DispatchQueue) {
-        queue.setSpecific(key: ExitCoordinator.queueWaitedForByObservers, value: ObjectIdentifier(engine))
+        queue.setSpecific(key: ExitCoordinator.queueWaitedForByObservers,
+                          value: ExitCoordinator.WaitedQueue(loop: ObjectIdentifier(engine), queue: Self.identity(of: queue)))
     }
 
-    /// Runs `body`, in which an observer on this subscription's thread waits for a block of a
-    /// queue given to ``noteObserversWait(for:)``.
-    package func whileObserverWaits<T>(_ body: () -> T) -> T {
-        engine.whileObserverWaits(body)
+    /// Runs `body`, in which an observer on this subscription's thread waits for a block of
+    /// `queue`, a queue given to ``noteObserversWait(for:)``.
+    package func whileObserverWaits<T>(for queue: DispatchQueue, _ body: () -> T) -> T {
+        engine.whileObserverWaits(for: Self.identity(of: queue), body)
     }
+
+    private static func identity(of queue: DispatchQueue) -> UInt { UInt(bitPattern: ObjectIdentifier(queue)) }
 
     private struct WeakSubscription: Sendable {
         weak var value: NetlinkSubscription?

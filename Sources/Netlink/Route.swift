@@ -19,7 +19,11 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// The preference of an IPv6 route's router (`RTA_PREF`, RFC 4191): what a router
     /// advertisement says, or `ip -6 route add ... pref high`. Among IPv6 routes with the same
     /// metric the kernel takes the one with the higher preference. The kernel reports it for
-    /// every IPv6 route (medium unless set); nil for IPv4 routes.
+    /// every IPv6 route (medium unless set); nil for IPv4 routes. A subscription sees a change
+    /// of preference when the kernel sends a message for it (`ip -6 route replace`, and a
+    /// default router's new advertisement on recent kernels); one that the kernel makes in
+    /// place without a message (as for the routes of an advertisement's Route Information
+    /// Option) stays unseen until that route changes again or the state is read anew.
     public var preference: RoutePreference?
     /// The type of service (IPv4) or traffic class the route matches.
     public var tos: UInt8
@@ -83,16 +87,34 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// key too, because `ip route append` keeps several routes with the same prefix part apart.
     /// For a route that names a next-hop object, the object's id stands for the next hop: the
     /// object's gateway and link can change under the same route. An IPv4 route's type,
-    /// protocol, scope and preferred source are part of it as well: `ip route append` keeps two
-    /// IPv4 routes apart that differ only in those (the kernel's `fib_info` differs), where it
-    /// refuses an IPv6 one (`EEXIST`).
+    /// protocol, scope, preferred source and whole list of next hops (with their `onlink` and
+    /// `pervasive` flags, not the ones the kernel sets as links come and go) are part of it as
+    /// well: `ip route append` keeps two IPv4 routes apart that differ only in those (the
+    /// kernel's `fib_info` differs), where it refuses an IPv6 one (`EEXIST`) or joins it to a
+    /// multipath route. Two IPv4 routes that differ only in what ``Route`` does not carry (their
+    /// metrics such as `mtu`, their realms) share a key.
     public var key: Key {
         let ipv4 = family == .ipv4
         return Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
                    tos: tos, metric: metric, gateway: nexthopID == nil ? nexthops.first?.gateway : nil,
                    outputLinkIndex: nexthopID == nil ? nexthops.first?.linkIndex : nil, nexthopID: nexthopID,
                    type: ipv4 ? type : nil, routeProtocol: ipv4 ? routeProtocol : nil, scope: ipv4 ? scope : nil,
-                   preferredSource: ipv4 ? preferredSource : nil)
+                   preferredSource: ipv4 ? preferredSource : nil, nexthops: ipv4 ? keyNexthops : nil)
+    }
+
+    /// The next hops as an IPv4 route's key holds them (see ``key``): nil for the usual single
+    /// hop without `onlink` or `pervasive`, which the first hop's gateway and link tell.
+    private var keyNexthops: [Nexthop]? {
+        guard nexthopID == nil else { return nil }
+        let configured: RouteFlags = [.onlink, .pervasive]
+        // A single hop's flags are the route's.
+        if nexthops.count == 1, flags.union(nexthops[0].flags).isDisjoint(with: configured) { return nil }
+        if nexthops.count <= 1 && flags.isDisjoint(with: configured) { return nil }
+        return nexthops.map { hop in
+            var hop = hop
+            hop.flags = hop.flags.union(nexthops.count == 1 ? flags : []).intersection(configured)
+            return hop
+        }
     }
 
     /// The identity of a route: its prefix part and its first next hop (and an IPv4 route's
@@ -124,6 +146,9 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         public var scope: Scope? = nil
         /// An IPv4 route's preferred source; nil for IPv6 and when it has none.
         public var preferredSource: IPAddress? = nil
+        /// An IPv4 route's next hops with their `onlink` and `pervasive` flags, when it has
+        /// several or such a flag; nil otherwise (the first hop's gateway and link then tell it).
+        public var nexthops: [Nexthop]? = nil
 
         /// The key without the next hop and the route's other attributes: what `ip route
         /// replace` matches.

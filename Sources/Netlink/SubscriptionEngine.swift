@@ -29,10 +29,11 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether the process's exit asked the loop to end (its observers are then not told).
     private let endedByExit = Atomic<Bool>(false)
     private let loopThread = Atomic<UInt>(0)
-    /// An observer on the loop thread waits for a block of a queue (see
-    /// ``NetlinkSubscription/whileObserverWaits(_:)``): an exit from a block of that queue need
-    /// not wait for the loop, which waits for it (see ``ExitCoordinator/endRunningLoops()``).
-    private let observerWaits = Atomic<Bool>(false)
+    /// The queue (its identity; 0 for none) whose block an observer on the loop thread waits
+    /// for (see ``NetlinkSubscription/whileObserverWaits(for:_:)``): an exit from a block of that
+    /// queue need not wait for the loop, which waits for it (see
+    /// ``ExitCoordinator/endRunningLoops()``).
+    private let waitedQueue = Atomic<UInt>(0)
     private let completion = ConditionLock()
     private var finished = false  // guarded by `completion`
 
@@ -157,14 +158,15 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// Whether the calling thread is the loop's.
     var isLoopThread: Bool { loopThread.load(ordering: .acquiring) == UInt(pthread_self()) }
 
-    /// Whether an observer on the loop thread waits for a queue's block now.
-    var isObserverWaiting: Bool { observerWaits.load(ordering: .acquiring) }
+    /// Whether an observer on the loop thread waits for a block of the queue `queue` (an
+    /// identity given to ``whileObserverWaits(for:_:)``) now.
+    func isObserverWaiting(for queue: UInt) -> Bool { waitedQueue.load(ordering: .acquiring) == queue }
 
-    /// Runs `body`, in which an observer on the loop thread waits for a queue's block, marked as
-    /// such (``isObserverWaiting``).
-    func whileObserverWaits<T>(_ body: () -> T) -> T {
-        observerWaits.store(true, ordering: .releasing)
-        defer { observerWaits.store(false, ordering: .releasing) }
+    /// Runs `body`, in which an observer on the loop thread waits for a block of the queue
+    /// `queue` (its identity), marked as such (``isObserverWaiting(for:)``).
+    func whileObserverWaits<T>(for queue: UInt, _ body: () -> T) -> T {
+        waitedQueue.store(queue, ordering: .releasing)
+        defer { waitedQueue.store(0, ordering: .releasing) }
         return body()
     }
 

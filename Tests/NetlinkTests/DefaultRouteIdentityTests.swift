@@ -38,6 +38,25 @@ struct DefaultRouteIdentityTests {
         #expect(subscription.state.defaultRoutes.values.map(\.routeProtocol).sorted { $0.rawValue < $1.rawValue } == [.boot, .boot])
     }
 
+    @Test func ipv4RoutesThatDifferInTheirNexthopsAreKeptApart() throws {
+        let ns = try uplinkNamespace("rtid4")
+        defer { ns.delete() }
+        try ns.batch(["link add r1 type veth peer name r1p", "link set r1 up", "link set r1p up",
+                      "address add 10.11.0.1/24 dev r1"])
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        try ns.ip("route", "add", "default", "via", "10.10.0.254", "metric", "100")
+        try ns.ip("route", "append", "default", "via", "10.10.0.254", "dev", "r0", "metric", "100", "onlink")
+        try ns.ip("route", "append", "default", "metric", "100", "nexthop", "via", "10.10.0.254",
+                  "nexthop", "via", "10.11.0.254")
+        #expect(eventually { Set(subscription.state.defaultRoutes.values) == (try? kernelDefaultRoutes(ns)) },
+                "\(subscription.state.defaultRoutes.values)")
+        #expect(subscription.state.defaultRoutes.count == 3)
+        // Deleting one leaves the others, as in the kernel.
+        try ns.ip("route", "del", "default", "via", "10.10.0.254", "dev", "r0", "metric", "100", "onlink")
+        #expect(eventually { Set(subscription.state.defaultRoutes.values) == (try? kernelDefaultRoutes(ns)) })
+        #expect(subscription.state.defaultRoutes.count == 2)
+    }
+
     @Test func anIPv6AppendChangesTheMultipathRouteItJoins() throws {
         let ns = try uplinkNamespace("rtid2")
         defer { ns.delete() }

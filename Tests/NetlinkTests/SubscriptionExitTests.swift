@@ -73,36 +73,73 @@ struct SubscriptionExitTests {
     /// `exit` from a callback on `Reachability`'s evaluation queue, whose rounds run inside the
     /// subscription's observer with `queue.sync`: the loop waits for the exiting block, which
     /// never ends, so the exit leaves it there instead of waiting for it (which took the whole
-    /// wait, a second, before).
+    /// wait, a second, before). An exit from a block of another queue that the loop's
+    /// observers wait for (another engine's, on one shared subscription) still waits for the
+    /// loop, which is not held up by that block.
     @Test func anExitFromABlockThatALoopsObserverWaitsForLeavesThatLoop() throws {
         let ns = try TestNamespace("atexit4")
         defer { ns.delete() }
         try ns.batch(["link add va type veth peer name vb"])
-        let coordinator = ExitCoordinator(waitSeconds: 5)
-        let queue = DispatchQueue(label: "test.evaluation")
-        let publisher = Publisher()
-        let started = Locked<SubscriptionEngine?>(nil)
-        publisher.attach(CallbackObserver(queue: nil, handler: { _ in
-            _ = started.withLock { $0 }?.whileObserverWaits { queue.sync {} }
-        }, onTermination: { _ in }))
-        let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
-                                                  publisher: publisher, exitCoordinator: coordinator)
-        started.withLock { $0 = engine }
-        queue.setSpecific(key: ExitCoordinator.queueWaitedForByObservers, value: ObjectIdentifier(engine))
+        let (engine, coordinator, queue, _) = try loopWaitingFor(ns)
         let left = Locked<Int?>(nil)
         queue.sync {
             // A change: the loop's observer now waits for this block.
             _ = try? ns.ip("link", "set", "va", "up")
-            _ = eventually { engine.isObserverWaiting }
+            _ = eventually { engine.isObserverWaiting(for: Self.identity(of: queue)) }
             left.withLock { $0 = coordinator.endRunningLoops() }
         }
         #expect(left.withLock { $0 } == 1)
         // Its block done, the loop goes on and ends.
+        #expect(engine.waitUntilFinished(until: Self.seconds(30)))
+        engine.stop()
+    }
+
+    @Test func anExitFromAnotherWaitedQueueWaitsForTheLoop() throws {
+        let ns = try TestNamespace("atexit5")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb"])
+        let (engine, coordinator, queue, other) = try loopWaitingFor(ns, holding: 300_000)
+        let left = Locked<Int?>(nil)
+        // The observer waits for a slow block of `queue`, not for this one of `other`.
+        _ = try? ns.ip("link", "set", "va", "up")
+        #expect(eventually { engine.isObserverWaiting(for: Self.identity(of: queue)) })
+        other.sync { left.withLock { $0 = coordinator.endRunningLoops() } }
+        #expect(left.withLock { $0 } == 0)
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        #expect(engine.waitUntilFinished(until: now), "the exit waited for the loop to end")
+        engine.stop()
+    }
+
+    /// A loop whose observer waits (`sync`) for a block of `queue`, each `holding`
+    /// microseconds; `queue` and `other` are both noted as queues its observers wait for.
+    private func loopWaitingFor(_ ns: TestNamespace, holding: UInt32 = 0) throws
+        -> (SubscriptionEngine, ExitCoordinator, DispatchQueue, DispatchQueue) {
+        let coordinator = ExitCoordinator(waitSeconds: 5)
+        let queue = DispatchQueue(label: "test.evaluation")
+        let other = DispatchQueue(label: "test.evaluation.other")
+        let publisher = Publisher()
+        let started = Locked<SubscriptionEngine?>(nil)
+        publisher.attach(CallbackObserver(queue: nil, handler: { _ in
+            _ = started.withLock { $0 }?.whileObserverWaits(for: Self.identity(of: queue)) { queue.sync { usleep(holding) } }
+        }, onTermination: { _ in }))
+        let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
+                                                  publisher: publisher, exitCoordinator: coordinator)
+        started.withLock { $0 = engine }
+        for waited in [queue, other] {
+            waited.setSpecific(key: ExitCoordinator.queueWaitedForByObservers,
+                               value: ExitCoordinator.WaitedQueue(loop: ObjectIdentifier(engine), queue: Self.identity(of: waited)))
+        }
+        return (engine, coordinator, queue, other)
+    }
+
+    private static func identity(of queue: DispatchQueue) -> UInt { UInt(bitPattern: ObjectIdentifier(queue)) }
+
+    private static func seconds(_ count: Int) -> timespec {
         var deadline = timespec()
         clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_sec += 30
-        #expect(engine.waitUntilFinished(until: deadline))
-        engine.stop()
+        deadline.tv_sec += count
+        return deadline
     }
 
     @Test func aChildProcessLeavesItsParentsLoopsAlone() throws {

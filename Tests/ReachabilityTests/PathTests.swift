@@ -275,6 +275,9 @@ struct PathTests {
         #expect(monitor.isCancelled)
         #expect(!monitor.start(queue: DispatchQueue(label: "test.path3")))
         #expect(await iterator.next() == nil)
+        // A sequence begun after the cancel ends at once, with no path.
+        var late = monitor.makeAsyncIterator()
+        #expect(await late.next() == nil)
         try ns.ip("link", "set", "vb", "up")
         usleep(300_000)
         #expect(paths.withLock { $0.count } == 3)

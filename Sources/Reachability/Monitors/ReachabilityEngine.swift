@@ -440,7 +440,7 @@ final class ReachabilityEngine: Sendable {
         }
         guard schedule else { return }
         if inline {
-            subscription.whileObserverWaits { queue.sync { evaluateAll() } }
+            subscription.whileObserverWaits(for: queue) { queue.sync { evaluateAll() } }
         } else {
             // Events of one netlink read arrive in one batch; evaluating in the next block
             // evaluates once per read, whatever the number of events.

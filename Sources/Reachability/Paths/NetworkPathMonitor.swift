@@ -184,8 +184,10 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         // Registered and given the current path under the lock that publishing takes, so the
         // stream sees that path and exactly the changes after it.
         let id = state.withLock { state -> UInt64? in
+            if state.cancelled { return nil }
+            // A namespace that is gone: its last path, then the end.
             if let current = state.current { continuation.yield(current) }
-            if state.cancelled || state.ended { return nil }
+            if state.ended { return nil }
             state.nextStream += 1
             state.streams[state.nextStream] = continuation
             return state.nextStream
