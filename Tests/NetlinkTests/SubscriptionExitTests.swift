@@ -119,13 +119,14 @@ struct SubscriptionExitTests {
         let queue = DispatchQueue(label: "test.evaluation")
         let other = DispatchQueue(label: "test.evaluation.other")
         let publisher = Publisher()
-        let started = Locked<SubscriptionEngine?>(nil)
+        // Weakly: the engine holds the publisher, which holds this observer.
+        let started = Locked(WeakEngine())
         publisher.attach(CallbackObserver(queue: nil, handler: { _ in
-            _ = started.withLock { $0 }?.whileObserverWaits(for: Self.identity(of: queue)) { queue.sync { usleep(holding) } }
+            _ = started.withLock { $0.engine }?.whileObserverWaits(for: Self.identity(of: queue)) { queue.sync { usleep(holding) } }
         }, onTermination: { _ in }))
         let engine = try SubscriptionEngine.start(namespace: .named(ns.name), options: SubscriptionOptions(),
                                                   publisher: publisher, exitCoordinator: coordinator)
-        started.withLock { $0 = engine }
+        started.withLock { $0.engine = engine }
         for waited in [queue, other] {
             waited.setSpecific(key: ExitCoordinator.queueWaitedForByObservers,
                                value: ExitCoordinator.WaitedQueue(loop: ObjectIdentifier(engine), queue: Self.identity(of: waited)))
@@ -134,6 +135,10 @@ struct SubscriptionExitTests {
     }
 
     private static func identity(of queue: DispatchQueue) -> UInt { UInt(bitPattern: ObjectIdentifier(queue)) }
+
+    private struct WeakEngine {
+        weak var engine: SubscriptionEngine?
+    }
 
     private static func seconds(_ count: Int) -> timespec {
         var deadline = timespec()
