@@ -463,13 +463,19 @@ struct MonitorDeliveryTests {
         monitor.cancel()
     }
 
-    @Test func aNewNameServerIsJudgedWithoutAKernelChange() throws {
-        let ns = try wiredNamespace("mon9c")
-        defer { ns.delete() }
-        // No IPv6: its addresses' late changes (duplicate address detection) would start rounds
-        // of their own, and this test is about a change that comes without any.
+    /// A wired namespace with a default route, 203.0.113.0/24 unreachable, and no IPv6: its
+    /// addresses' late changes (duplicate address detection) would start rounds of their own,
+    /// and the tests that use it are about changes that come without any.
+    private func nameServerNamespace(_ label: String) throws -> TestNamespace {
+        let ns = try wiredNamespace(label)
         _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
         try ns.batch(["route add default via 10.1.0.2", "route add unreachable 203.0.113.0/24"])
+        return ns
+    }
+
+    @Test func aNewNameServerIsJudgedWithoutAKernelChange() throws {
+        let ns = try nameServerNamespace("mon9c")
+        defer { ns.delete() }
         let directory = "/etc/netns/\(ns.name)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -490,10 +496,8 @@ struct MonitorDeliveryTests {
     }
 
     @Test func aNamespacesResolverFileMadeAfterTheMonitorStartedIsFollowed() throws {
-        let ns = try wiredNamespace("mon9d")
+        let ns = try nameServerNamespace("mon9d")
         defer { ns.delete() }
-        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
-        try ns.batch(["route add default via 10.1.0.2", "route add unreachable 203.0.113.0/24"])
         let directory = "/etc/netns/\(ns.name)"
         try? FileManager.default.removeItem(atPath: directory)
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -285,10 +285,9 @@ struct PathTests {
 
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func aHandlerStartedAfterASequenceGetsTheCurrentPathOnItsQueue() async throws {
-        let ns = try TestNamespace("pathseq")
+        let ns = try wiredNamespace("pathseq")
         defer { ns.delete() }
-        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
-                      "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2"])
+        try ns.ip("route", "add", "default", "via", "10.1.0.2")
         let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
         defer { monitor.cancel() }
         var iterator = monitor.makeAsyncIterator()
@@ -312,10 +311,9 @@ struct PathTests {
 
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func pathSequencesEndWhenTheNamespaceIsDeleted() async throws {
-        let ns = try TestNamespace("pathdel")
+        let ns = try wiredNamespace("pathdel")
         defer { ns.delete() }
-        try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
-                      "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2"])
+        try ns.ip("route", "add", "default", "via", "10.1.0.2")
         let namespace = try NetworkNamespace.named(ns.name)
         // Iterated here, not in tasks polled with deadlines: parallel tests can hold the
         // cooperative pool's threads (two on this machine) for seconds.
