@@ -117,6 +117,25 @@ public struct NetworkState: Sendable, Hashable {
     }
 }
 
+extension NetworkState: CustomStringConvertible {
+    /// One line per link (with its addresses), then one per default route and the number of
+    /// policy rules per family, as `print(state)` shows them; the default routes name their
+    /// links.
+    public var description: String {
+        var lines: [String] = []
+        for link in sortedLinks {
+            let addresses = addresses(ofLink: link.index).map { "\($0.address)/\($0.prefixLength)" }
+            lines.append("\(link)" + (addresses.isEmpty ? "" : " " + addresses.joined(separator: " ")))
+        }
+        for route in sortedDefaultRoutes {
+            lines.append(route.description { links[$0]?.name })
+        }
+        let rules = AddressFamily.allCases.compactMap { family in policyRules[family].map { "\(family) \($0.count)" } }
+        if !rules.isEmpty { lines.append("rules: " + rules.joined(separator: ", ")) }
+        return lines.joined(separator: "\n")
+    }
+}
+
 extension NetworkState {
     /// Makes this state equal to `newer`, of which it is an earlier version, when `events` are
     /// everything that happened in between, by copying only the entries the events name: for

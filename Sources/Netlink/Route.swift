@@ -158,12 +158,16 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    public var description: String { description { _ in nil } }
+
+    /// The route as ``description`` gives it, its output link named by `linkName` where it
+    /// knows the index (`dev eth0` rather than `dev #2`).
+    func description(linkName: (Int32) -> String?) -> String {
         var text = type == .unicast ? "" : "\(type) "
         text += destination.isDefault ? "default" : destination.description
         if let nexthopID { text += " nhid \(nexthopID)" }
         if let gateway { text += " via \(gateway)" }
-        if let index = outputLinkIndex { text += " dev #\(index)" }
+        if let index = outputLinkIndex { text += " dev " + (linkName(index) ?? "#\(index)") }
         text += " table \(table) proto \(routeProtocol) scope \(scope)"
         if metric != 0 { text += " metric \(metric)" }
         if let preference, preference != .medium { text += " pref \(preference)" }

@@ -60,6 +60,20 @@ struct ValueTests {
         #expect(IPNetwork("10.0.0.0/-1") == nil)
     }
 
+    @Test func aStatePrintsItsLinksAddressesAndRoutesByName() {
+        let link = Link(index: 2, name: "eth0", arphrdType: .ether, kind: "veth", flags: [.up, .running],
+                        operState: .up, carrier: true, mtu: 1500)
+        let address = InterfaceAddress(linkIndex: 2, address: IPAddress("10.0.0.1")!, prefixLength: 24, scope: .universe)
+        let route = Route(family: .ipv4, destination: IPNetwork("0.0.0.0/0")!, metric: 100,
+                          nexthops: [Nexthop(gateway: IPAddress("10.0.0.254")!, linkIndex: 2)])
+        var state = NetworkState(links: [link], addresses: [address], defaultRoutes: [route])
+        state.policyRules = [.ipv4: []]
+        let lines = state.description.split(separator: "\n").map(String.init)
+        #expect(lines == ["\(link) 10.0.0.1/24", "default via 10.0.0.254 dev eth0 table main proto boot scope global metric 100",
+                          "rules: ipv4 0"])
+        #expect(route.description.contains("dev #2"))
+    }
+
     @Test func hardwareAddressesPrintLikeIP() {
         #expect(HardwareAddress("02:00:5E:10:00:01")?.description == "02:00:5e:10:00:01")
         #expect(HardwareAddress("02:00:5e:10:00:") == nil)
