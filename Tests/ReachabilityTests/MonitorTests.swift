@@ -49,7 +49,7 @@ struct MonitorTests {
         defer { ns.delete() }
         let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
-        monitor.startListening()  // harmless
+        #expect(monitor.startListening())  // harmless, and listening
         #expect(eventually { deliveries.count == 1 })
         #expect(deliveries.last?.isReachable == true)
         #expect(deliveries.last?.interface?.name == "va")

@@ -287,8 +287,13 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// yet, once it is: the optimistic guess of ``answer`` is not told), then every change. Starting
     /// twice is harmless; starting again after ``stopListening()`` delivers the current answer
     /// first again, even if it is the one delivered before the stop.
-    public func startListening() {
-        guard let engine = engineProvider() else { return }
+    /// - Returns: Whether the monitor listens: `false` only when its namespace cannot be
+    ///   watched (``shared``, whose current namespace could not be opened: descriptors or
+    ///   threads ran out), where Reachability.swift's `startNotifier()` throws. The other
+    ///   monitors' initializers throw instead.
+    @discardableResult
+    public func startListening() -> Bool {
+        guard let engine = engineProvider() else { return false }
         let placeholder = ReachabilityEngine.Token(id: 0, target: .internet)
         // The gate's generation is opened under the lock that marks the monitor as listening:
         // a `stopListening()` on another thread then either comes first (and this start opens
@@ -306,7 +311,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
             state.generation = gate.open()
             return (state.target, state.generation)
         }
-        guard let (target, generation) = started else { return }
+        guard let (target, generation) = started else { return true }
         // A `weak let`, not `[weak self]`: a weak capture is a variable, checked for exclusive
         // access on every answer; a constant is not.
         weak let monitor = self
@@ -319,6 +324,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
             return false
         }
         if superseded { engine.unwatch(token) }
+        return true
     }
 
     /// Stops listening. After it returns no callback runs (unless it is called from one): it
