@@ -9,22 +9,38 @@ import Testing
 @Suite(.enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
 struct SlowStreamConsumerTests {
     @Test func aConsumerThatFallsBehindCatchesUpThroughAResynchronization() async throws {
+        // The scenario needs the subscription to tell the thirty changes one by one: a
+        // resynchronization before the storm (the kernel's own overflow, seen once under the
+        // thread sanitizer beside parallel tests) turns them into one difference, and a stream
+        // that waits under half its limit keeps no earlier state, so it gives the storm's batch
+        // whole, as designed. Such a run proves nothing and is made again.
+        for _ in 0..<3 {
+            if try await fallBehindOnce() { return }
+        }
+        Issue.record("every run resynchronized before the storm")
+    }
+
+    /// One run of the scenario above; false when the subscription resynchronized before the
+    /// storm.
+    private func fallBehindOnce() async throws -> Bool {
         try await withTestNamespace("slow") { ns in
             // No IPv6: its addresses would come and go with the link.
             _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
             try ns.batch(["link add va type veth peer name vb", "link set vb up"])
             let index = try ns.index(of: "va")
-            let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+            let subscription = try NetlinkSubscription(namespace: .named(ns.name),
+                                                       options: SubscriptionOptions(receiveBufferSize: 32 << 20))
             var iterator = subscription.events(bufferLimit: 50).makeAsyncIterator()
             guard case .snapshot(let snapshot)? = try await iterator.next() else {
                 Issue.record("the first event is the snapshot")
-                return
+                return true
             }
             var links = snapshot.links
             // Thirty changes wait for the consumer, then a storm of a thousand: more than the
             // limit allows.
             try ns.batch((1...30).map { "link set va mtu \(1300 + $0)" })
             #expect(eventually { subscription.state.links[index]?.mtu == 1330 })
+            guard subscription.resynchronizationCount == 0 else { return false }
             try ns.batch((0..<500).flatMap { _ in ["link set va up", "link set va down"] } + ["link set va up", "link set va mtu 1400"])
             #expect(eventually { subscription.state.links[index]?.mtu == 1400 && subscription.state.links[index]?.isUp == true })
             var received = 0
@@ -43,9 +59,11 @@ struct SlowStreamConsumerTests {
                 }
             }
             #expect(resynchronized, "the consumer was told it missed events")
-            #expect(received < 200, "at most about the limit waited: \(received) events, not the storm's thousand")
+            let resynchronizations = subscription.resynchronizationCount
+            #expect(received < 200, "at most about the limit waited: \(received) events, not the storm's thousand (\(resynchronizations) resynchronizations)")
             #expect(links == subscription.state.links, "the consumer's view equals the subscription's after the differences")
             #expect(links[index]?.mtu == 1400 && links[index]?.isUp == true)
+            return true
         }
     }
 
