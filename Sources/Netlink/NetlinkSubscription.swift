@@ -218,8 +218,12 @@ public final class NetlinkSubscription: Sendable {
     /// (``NetworkState/changes(since:)``), then ``NetlinkEvent/resynchronized(_:)`` with
     /// ``ResynchronizationReason/overflow``, as after the kernel's own overflow. Route changes
     /// outside the default routes, which the state does not hold, are lost with the batches.
-    /// - Parameter bufferLimit: How many events may wait (default 10 000, some 5 MB); a single
-    ///   batch into an empty sequence is never dropped.
+    /// - Parameter bufferLimit: How many events may wait (default 10 000, some 5 MB). A batch
+    ///   that arrives while fewer than half of them wait is never dropped: until then the
+    ///   sequence keeps no state to tell the differences from (keeping one would make the
+    ///   subscription copy its state at its next change, for consumers that keep up too). So up
+    ///   to half the limit plus one batch (one read of the kernel's socket, at most its receive
+    ///   buffer's worth) may wait.
     public func events(bufferLimit: Int = 10_000) -> NetlinkEventStream {
         let (stream, continuation) = AsyncThrowingStream<NetlinkEvent, any Error>.makeStream()
         let sink = StreamObserver(continuation: continuation, limit: bufferLimit)
