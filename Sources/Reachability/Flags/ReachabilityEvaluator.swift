@@ -43,7 +43,7 @@ public enum ReachabilityEvaluator {
         lookup: (_ outputLinkIndex: Int32?) throws(Failure) -> ReachabilityAnswer
     ) throws(Failure) -> ReachabilityAnswer {
         guard let scope else {
-            if case .v6(let v6) = address, v6.isLinkLocal { return .notReachable(.scopeRequired, address: address) }
+            if address.needsScope { return .notReachable(.scopeRequired, address: address) }
             return try lookup(nil)
         }
         guard let link = links.values.first(where: { $0.name == scope }) ?? Int32(scope).flatMap({ links[$0] }) else {

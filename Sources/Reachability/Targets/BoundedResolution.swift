@@ -23,16 +23,12 @@ public enum BoundedResolution {
     /// sends to (a hosts file may list one), a scope kept only on an IPv6 link-local address
     /// (the kernel routes any other without it), duplicates dropped, order kept.
     static func judged(_ addresses: [ResolvedAddress]) -> [ResolvedAddress] {
-        func needsScope(_ address: IPAddress) -> Bool {
-            if case .v6(let v6) = address { return v6.isLinkLocal }
-            return false
-        }
-        guard addresses.contains(where: { $0.address.unmapped != $0.address || $0.interface != nil && !needsScope($0.address) })
+        guard addresses.contains(where: { $0.address.unmapped != $0.address || $0.interface != nil && !$0.address.needsScope })
         else { return addresses }
         var result: [ResolvedAddress] = []
         for resolved in addresses {
             let address = resolved.address.unmapped
-            let judged = ResolvedAddress(address, interface: needsScope(address) ? resolved.interface : nil)
+            let judged = ResolvedAddress(address, interface: address.needsScope ? resolved.interface : nil)
             if !result.contains(judged) { result.append(judged) }
         }
         return result

@@ -146,7 +146,7 @@ extension ResolvedAddress {
     init?(sockaddr pointer: UnsafeMutablePointer<sockaddr>) {
         guard let address = IPAddress(sockaddr: pointer) else { return nil }
         self.init(address)
-        guard case .v6(let v6) = address, v6.isLinkLocal else { return }
+        guard address.needsScope else { return }
         let index = pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_scope_id }
         guard index != 0 else { return }
         var name = [UInt8](repeating: 0, count: Int(IF_NAMESIZE))

@@ -38,9 +38,9 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
         if let address = IPAddress(text) { self = .address(address); return }
         if let percent = text.utf8.firstIndex(of: UInt8(ascii: "%")) {
             let scope = String(text[text.index(after: percent)...])
-            guard case .v6(let v6)? = IPAddress(String(text[..<percent])), v6.isLinkLocal,
+            guard let address = IPAddress(String(text[..<percent])), address.needsScope,
                   Self.isValidInterfaceName(scope) else { throw .invalidTarget(text) }
-            self = .scopedAddress(.v6(v6), interface: scope)
+            self = .scopedAddress(address, interface: scope)
             return
         }
         guard Self.isValidHostName(text) else { throw .invalidTarget(text) }
@@ -156,6 +156,15 @@ extension ReachabilityTarget {
     /// Whether the target is a host name (answered from the addresses it resolves to).
     var isHost: Bool {
         if case .host = self { return true }
+        return false
+    }
+}
+
+extension IPAddress {
+    /// Whether a socket reaches this address only through a given link (its `sin6_scope_id`):
+    /// an IPv6 link-local address (`fe80::/10`). See ``ReachabilityTarget/scopedAddress(_:interface:)``.
+    var needsScope: Bool {
+        if case .v6(let v6) = self { return v6.isLinkLocal }
         return false
     }
 }
