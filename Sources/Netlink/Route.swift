@@ -108,11 +108,11 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
         guard nexthopID == nil else { return nil }
         let configured: RouteFlags = [.onlink, .pervasive]
         // A single hop's flags are the route's.
-        if nexthops.count == 1, flags.union(nexthops[0].flags).isDisjoint(with: configured) { return nil }
-        if nexthops.count <= 1 && flags.isDisjoint(with: configured) { return nil }
+        let single = nexthops.count <= 1
+        if single, flags.union(nexthops.first?.flags ?? []).isDisjoint(with: configured) { return nil }
         return nexthops.map { hop in
             var hop = hop
-            hop.flags = hop.flags.union(nexthops.count == 1 ? flags : []).intersection(configured)
+            hop.flags = hop.flags.union(single ? flags : []).intersection(configured)
             return hop
         }
     }
