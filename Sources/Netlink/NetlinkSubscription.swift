@@ -103,6 +103,10 @@ public final class NetlinkSubscription: Sendable {
     }
 
     /// The current links, addresses and default routes.
+    ///
+    /// It may be a batch ahead of the observers and sequences: the subscription's thread makes
+    /// a batch's state current, then hands the batch to each of them (to their queues, for
+    /// observers with one), and only then makes the next batch's state current.
     public var state: NetworkState { publisher.state }
 
     /// ``state`` and whether it is settled, read together: `false` between a batch after which
