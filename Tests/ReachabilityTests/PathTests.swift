@@ -28,11 +28,16 @@ struct PathTests {
         let state = NetworkState(links: [link(2, "eth0"), link(3, "wlan0"), link(4, "wwan0")], addresses: [], defaultRoutes: [
             defaultRoute(dev: 3, via: "10.3.0.1", metric: 600), defaultRoute(dev: 2, via: "10.2.0.1", metric: 100),
             defaultRoute(dev: 4, via: "10.4.0.1", metric: 700), defaultRoute(dev: 2, via: "fe80::1", metric: 100, v6: true),
+            defaultRoute(dev: 3, via: "fe80::1", metric: 600, v6: true),
         ])
         let path = NetworkPath.evaluate(state, classifications: types, nameServerReachable: true)
         #expect(path.status == .satisfied)
         #expect(path.availableInterfaces.map(\.name) == ["eth0", "wlan0", "wwan0"])
         #expect(path.gateways == [IPAddress("10.2.0.1")!, IPAddress("fe80::1")!, IPAddress("10.3.0.1")!, IPAddress("10.4.0.1")!])
+        // The two links' routers share fe80::1: one gateway, two scoped ones.
+        #expect(path.scopedGateways.map(\.description)
+            == ["10.2.0.1%eth0", "fe80::1%eth0", "10.3.0.1%wlan0", "fe80::1%wlan0", "10.4.0.1%wwan0"])
+        #expect(path.scopedGateways.map(\.interface.index) == [2, 2, 3, 3, 4])
         #expect(path.supportsIPv4 && path.supportsIPv6 && path.supportsDNS)
         // The path uses its preferred link, not every available one.
         #expect(path.usesInterfaceType(.wiredEthernet) && !path.usesInterfaceType(.wifi) && !path.usesInterfaceType(.loopback))
@@ -238,6 +243,38 @@ struct PathTests {
             #expect(eventually { deliveries.last?.gateway == gateway && deliveries.last?.interface?.name == kernelsLink },
                     "after \(change ?? "adding"): \(deliveries.last.map { "\($0)" } ?? "none")")
         }
+    }
+
+    /// Two links whose routers both have the link-local address fe80::1, as home routers often
+    /// do: the path names the gateway once in ``NetworkPath/gateways`` and once per link, in the
+    /// kernel's order, in ``NetworkPath/scopedGateways``; when one link's route goes, so does its
+    /// scoped gateway, and the address stays.
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func routersThatShareALinkLocalAddressAreTwoScopedGateways() async throws {
+        let ns = try TestNamespace("pathscope")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinkLinks + [
+            "nexthop add id 1 via fe80::1 dev va", "nexthop add id 2 via fe80::1 dev wa",
+            "neigh add fe80::1 lladdr 02:00:00:00:00:01 dev va nud permanent",
+            "neigh add fe80::1 lladdr 02:00:00:00:00:02 dev wa nud permanent",
+            "route add ::/0 nhid 1 metric 1024 pref low", "route append ::/0 nhid 2 metric 1024 pref high",
+        ])
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        let paths = Locked<[NetworkPath]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        defer { monitor.cancel() }
+        #expect(monitor.start(queue: DispatchQueue(label: "test.pathscope")))
+        let kernelsLink = try #require(try ns.ipJSON("-6", "route", "get", "2001:db8::1").first?["dev"] as? String)
+        #expect(kernelsLink == "wa", "the router with the higher preference")
+        #expect(eventually { paths.withLock { $0.last?.scopedGateways.map(\.description) } == ["fe80::1%wa", "fe80::1%va"] },
+                "\(paths.withLock { $0.last.map { "\($0.scopedGateways)" } ?? "none" })")
+        #expect(paths.withLock { $0.last?.gateways } == [IPAddress("fe80::1")!])
+        #expect(paths.withLock { $0.last?.scopedGateways.map(\.interface.index) } == [try ns.index(of: "wa"), try ns.index(of: "va")])
+
+        try ns.ip("-6", "route", "del", "default", "nhid", "2")
+        #expect(eventually { paths.withLock { $0.last?.scopedGateways.map(\.description) } == ["fe80::1%va"] },
+                "\(paths.withLock { $0.last.map { "\($0.scopedGateways)" } ?? "none" })")
+        #expect(paths.withLock { $0.last?.gateways } == [IPAddress("fe80::1")!])
     }
 
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))

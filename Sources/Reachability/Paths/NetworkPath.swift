@@ -67,8 +67,14 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// When IPv4's first route is not usable, IPv4 lists none: its lookup does not fall back.
     /// IPv6's does, past a router whose neighbour entry failed.
     public var availableInterfaces: [NetworkInterface]
-    /// The gateways of the usable default routes, in order of preference.
+    /// The gateways of the usable default routes, in order of preference, each once.
     public var gateways: [IPAddress]
+    /// The gateways of the usable default routes with the link each is reached through, in order
+    /// of preference (NWPath's gateways are such scoped endpoints). An IPv6 gateway is almost
+    /// always a router's link-local address, which names a router only with its link, and the
+    /// routers of two links often share one (`fe80::1`): ``gateways`` lists it once, this list
+    /// once per link.
+    public var scopedGateways: [Gateway]
     /// Whether a usable IPv4 default route exists.
     public var supportsIPv4: Bool
     /// Whether a usable IPv6 default route exists.
@@ -81,13 +87,32 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// `max_user_instances` are used up), it is judged again at the next kernel change only.
     public var supportsDNS: Bool
 
+    /// A gateway and the link it is reached through.
+    public struct Gateway: Sendable, Hashable, CustomStringConvertible {
+        /// The gateway's address.
+        public var address: IPAddress
+        /// The link of the route's next hop.
+        public var interface: NetworkInterface
+
+        /// A gateway as given.
+        public init(address: IPAddress, interface: NetworkInterface) {
+            self.address = address
+            self.interface = interface
+        }
+
+        /// Such as `fe80::1%eth0` or `192.0.2.1%eth0`: the form `ping` takes.
+        public var description: String { "\(address)%\(interface.name)" }
+    }
+
     /// A path as given.
     public init(status: Status, unsatisfiedReason: UnsatisfiedReason = .notAvailable, availableInterfaces: [NetworkInterface] = [],
-                gateways: [IPAddress] = [], supportsIPv4: Bool = false, supportsIPv6: Bool = false, supportsDNS: Bool = false) {
+                gateways: [IPAddress] = [], scopedGateways: [Gateway] = [], supportsIPv4: Bool = false,
+                supportsIPv6: Bool = false, supportsDNS: Bool = false) {
         self.status = status
         self.unsatisfiedReason = unsatisfiedReason
         self.availableInterfaces = availableInterfaces
         self.gateways = gateways
+        self.scopedGateways = scopedGateways
         self.supportsIPv4 = supportsIPv4
         self.supportsIPv6 = supportsIPv6
         self.supportsDNS = supportsDNS
@@ -170,18 +195,25 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
             }
         }
         var interfaces: [NetworkInterface] = []
+        var gateways: [IPAddress] = []
+        var scopedGateways: [Gateway] = []
         for (_, answer) in usable {
-            guard let interface = answer.interface, !interfaces.contains(where: { $0.index == interface.index }) else { continue }
-            interfaces.append(NetworkInterface(name: interface.name, index: interface.index, classification: interface.classification))
+            guard let link = answer.interface else { continue }
+            let interface = NetworkInterface(name: link.name, index: link.index, classification: link.classification)
+            if !interfaces.contains(where: { $0.index == interface.index }) { interfaces.append(interface) }
+            guard let gateway = answer.gateway else { continue }
+            if !gateways.contains(gateway) { gateways.append(gateway) }
+            if !scopedGateways.contains(where: { $0.address == gateway && $0.interface.index == interface.index }) {
+                scopedGateways.append(Gateway(address: gateway, interface: interface))
+            }
         }
         let status: Status = !usable.isEmpty ? .satisfied : waiting ? .requiresConnection : .unsatisfied
         var reason = UnsatisfiedReason.notAvailable
         if status == .unsatisfied, !denied.isEmpty {
             reason = denied == [.cellular] ? .cellularDenied : denied == [.wifi] ? .wifiDenied : .interfaceTypeDenied
         }
-        var gateways: [IPAddress] = []
-        for (_, answer) in usable { if let gateway = answer.gateway, !gateways.contains(gateway) { gateways.append(gateway) } }
         return NetworkPath(status: status, unsatisfiedReason: reason, availableInterfaces: interfaces, gateways: gateways,
+                           scopedGateways: scopedGateways,
                            supportsIPv4: usable.contains { $0.0.family == .ipv4 },
                            supportsIPv6: usable.contains { $0.0.family == .ipv6 },
                            supportsDNS: status == .satisfied && nameServerReachable)
