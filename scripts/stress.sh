@@ -9,19 +9,25 @@
 #      LeakSanitizer checks their heaps at exit: no leak. (Resident memory under the sanitizer
 #      is mostly its quarantine and says nothing; RELIABILITY.md has the release build's.)
 #   4. the release `reach watch` alone through 40 000 link flaps, its resident memory printed
-#      every 5 000 (for RELIABILITY.md; no verdict: resident memory is not a leak detector).
-#   scripts/stress.sh [all|storm|sanitizer|leaks|rss]
+#      every 5 000 (for RELIABILITY.md; no verdict: resident memory is not a leak detector);
+#   5. the test command and the thread sanitizer's run, each RUNS times (default 3) at nice 15
+#      beside two busy loops per core: a test that waits for a thread or a timer too briefly,
+#      or reads a state before what it checks has happened, fails here rather than now and
+#      then in CI, on a machine busier than this one.
+#   scripts/stress.sh [all|storm|sanitizer|leaks|rss|contended [RUNS]]
 set -eu
 cd "$(dirname "$0")/.."
 part=${1:-all}
+runs=${2:-3}
 scripts/install-deps.sh
 
 # What parts 3 and 4 start, ended and deleted on any exit.
-pids="" namespaces="" logs=""
+pids="" namespaces="" logs="" log=""
 cleanup() {
     for pid in $pids; do kill "$pid" 2>/dev/null || true; done
     for name in $namespaces; do ip netns del "$name" 2>/dev/null || true; done
     [ -z "$logs" ] || rm -rf "$logs"
+    [ -z "$log" ] || rm -f "$log"
 }
 trap cleanup EXIT INT TERM
 
@@ -103,4 +109,30 @@ if [ "$part" = all ] || [ "$part" = rss ]; then
         sleep 0.3
         echo "after $((chunk * 5000)) flaps: $(awk '/^VmRSS/ {print $2}' "/proc/$watch_pid/status") KiB"
     done
+fi
+
+if [ "$part" = all ] || [ "$part" = contended ]; then
+    echo "== 5. the tests beside busy loops, $runs runs each"
+    swift build --build-tests >/dev/null
+    swift build --build-tests --sanitize=thread --scratch-path .build-thread >/dev/null 2>&1
+    log=$(mktemp)
+    for _ in $(seq 1 $((2 * $(nproc)))); do
+        (while :; do :; done) &
+        pids="$pids $!"
+    done
+    failed=0
+    run=1
+    while [ $run -le "$runs" ]; do
+        for command in scripts/test.sh "scripts/sanitizers.sh thread"; do
+            if nice -n 15 $command >"$log" 2>&1; then
+                echo "run $run, $command: passed"
+            else
+                failed=$((failed + 1))
+                echo "run $run, $command: FAILED"
+                grep -E "✘|WARNING: ThreadSanitizer|error:" "$log" | head -20
+            fi
+        done
+        run=$((run + 1))
+    done
+    [ $failed -eq 0 ] || exit 1
 fi

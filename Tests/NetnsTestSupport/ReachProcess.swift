@@ -42,7 +42,7 @@ public final class ReachProcess: Sendable {
     /// Waits (bounded, for liveness only) until the process exits by itself; its exit status,
     /// or nil if it still runs.
     public func exitStatus() -> Int32? {
-        guard eventually(15, { !process.isRunning }) else { return nil }
+        guard (eventually { !process.isRunning }) else { return nil }
         process.waitUntilExit()
         return process.terminationStatus
     }
@@ -75,5 +75,5 @@ public func forEachLine(of handle: FileHandle, _ line: @escaping @Sendable (Stri
 
 /// Waits (bounded, for liveness only) until one of `lines` contains every fragment.
 public func awaitLine(in lines: borrowing Mutex<[String]>, containing fragments: [String]) -> Bool {
-    eventually(15) { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
+    eventually { lines.withLock { $0.contains { line in fragments.allSatisfy(line.contains) } } }
 }

@@ -107,8 +107,11 @@ public func withTestNamespace<T>(_ label: String = "t", _ body: (TestNamespace) 
 }
 
 /// Waits until `condition` holds, checking every 20 ms, for at most `seconds` (a liveness bound
-/// so that a broken build fails instead of hanging; never a performance assertion).
-public func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+/// so that a broken build fails instead of hanging; never a performance assertion). A condition
+/// that holds costs only the time it takes, so the default is generous: 30 s, for a run under
+/// the thread sanitizer on a busy machine (`scripts/stress.sh contended`), where work that takes
+/// one second alone took more than ten.
+public func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try condition() { return true }
@@ -120,7 +123,7 @@ public func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) r
 /// ``eventually(_:_:)`` for async tests whose condition waits for a task of their own: it
 /// sleeps by suspending, so it does not hold one of the few threads of Swift's cooperative pool
 /// (two on a two-core machine), which that task may need.
-public func awaitEventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
+public func awaitEventually(_ seconds: Double = 30, _ condition: () throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try condition() { return true }

@@ -96,11 +96,11 @@ struct UnprivilegedTests {
         try withUnprivilegedBed("upwatch") { bed in
             let watch = try bed.start("watch", Self.remote, "--json")
             defer { watch.stop() }
-            #expect(eventually(15) { watch.objects().count == 1 }, "\(watch.errors)")
+            #expect(eventually { watch.objects().count == 1 }, "\(watch.errors)")
             #expect(watch.objects().first?["reachable"] as? Bool == true)
             #expect(watch.objects().first?["target"] as? String == Self.remote)
             try bed.namespace.ip("link", "set", "veth1", "down")
-            #expect(eventually(15) { watch.objects().count == 2 }, "\(watch.lines.withLock { $0 })")
+            #expect(eventually { watch.objects().count == 2 }, "\(watch.lines.withLock { $0 })")
             #expect(watch.objects().last?["reachable"] as? Bool == false)
             #expect(watch.isRunning, "reach watch keeps running as nobody")
             #expect(watch.errors.isEmpty)

@@ -164,13 +164,13 @@ struct StormTests {
                 }
             }
         }
-        #expect(eventually(30) { monitorsAgree().isEmpty }, "monitors that disagree with the kernel: \(monitorsAgree())")
-        #expect(eventually(30) { lastPath.withLock { path in
+        #expect(eventually { monitorsAgree().isEmpty }, "monitors that disagree with the kernel: \(monitorsAgree())")
+        #expect(eventually { lastPath.withLock { path in
             path?.status == .satisfied && path?.gateways.map(\.description) == ["10.200.0.3"]
                 && path?.availableInterfaces.first?.name == "up0"
         } }, "the path follows the moved default route: \(String(describing: lastPath.withLock { $0 }))")
         let kernel = try NetlinkConnection(namespace: namespace)
-        #expect(eventually(30) { agreesWithTheKernel(subscription.state, kernel) }, "the subscription's state is the kernel's")
+        #expect(eventually { agreesWithTheKernel(subscription.state, kernel) }, "the subscription's state is the kernel's")
         #expect(Set(subscription.state.links.values.map(\.name)) == Set(try ns.ipJSON("link").compactMap { $0["ifname"] as? String }))
         func watchAgrees() -> [String] {
             targets.filter { target in
@@ -181,7 +181,7 @@ struct StormTests {
                          && KernelRoute(device: device, gateway: object["gateway"] as? String) == expected[target])
             }
         }
-        #expect(eventually(30) { watchAgrees().isEmpty }, "reach watch's last lines that disagree with the kernel: \(watchAgrees())")
+        #expect(eventually { watchAgrees().isEmpty }, "reach watch's last lines that disagree with the kernel: \(watchAgrees())")
         // For scripts/stress.sh and RELIABILITY.md; not a test of speed.
         print("storm (\(size)): every answer equal to the kernel's \(ContinuousClock.now - stormEnded) after the storm's end")
 
