@@ -11,7 +11,7 @@ struct ExpiringRouteTests {
         let ns = try TestNamespace("expire")
         defer { ns.delete() }
         try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up"])
-        try ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "va", "metric", "1024", "expires", "3", "proto", "ra")
+        try ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "va", "metric", "1024", "expires", "5", "proto", "ra")
         try ns.ip("-6", "route", "add", "default", "via", "fe80::2", "dev", "va", "metric", "2048", "proto", "static")
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
         let connection = try NetlinkConnection(namespace: .named(ns.name))

@@ -156,6 +156,9 @@ struct LinksAndEventsTests {
         try await withTestNamespace("clilinks") { ns in
             try ns.batch(["link add va address 02:00:00:00:00:0a type veth peer name vb address 02:00:00:00:00:0b",
                           "link set va up"])
+            // The kernel's link watch sets va's operational state a moment later (up to a
+            // second on a busy machine): the snapshot and the change below must both see it set.
+            #expect(eventually { (try? ns.ipJSON("link", "show", "va").first?["operstate"] as? String) == "LOWERLAYERDOWN" })
             let va = try #require(try ns.ipJSON("link", "show", "va").first?["ifindex"] as? Int)
             let vb = try #require(try ns.ipJSON("link", "show", "vb").first?["ifindex"] as? Int)
             let events = try ReachProcess(["events", "--json", "--netns", ns.name])
@@ -169,7 +172,7 @@ struct LinksAndEventsTests {
                     + #","operState":"lowerLayerDown","up":true,"running":false,"flags":["up","broadcast","multicast"],"carrier":false,"mtu":MTU,"hardwareAddress":"02:00:00:00:00:0a","master":null,"link":VB,"linkNetnsid":null,"group":0}"#
                     .replacingOccurrences(of: "MTU", with: "\(mtu)").replacingOccurrences(of: "VB", with: "\(vb)")
             }
-            let changed = events.lines.withLock { $0.first { $0.contains("\"event\":\"changed\",\"object\":\"link\"") } }
+            let changed = events.lines.withLock { $0.first { $0.contains("\"event\":\"changed\",\"object\":\"link\"") && $0.contains("\"mtu\":1400") } }
             let line = try #require(changed)
             let body = try #require(line.range(of: ",\"link\":")).upperBound
             #expect(String(line[body...]) == vaJSON(mtu: 1400) + ",\"old\":" + vaJSON(mtu: 1500) + "}")

@@ -149,6 +149,9 @@ struct ScopedAddressTests {
         let ns = try TestNamespace("scope5")
         defer { ns.delete() }
         try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
+        // The kernel's link watch brings the carrier, and with it the link-local prefix route,
+        // a moment later (up to a second on a busy machine).
+        #expect(eventually { (try? ns.ip("-6", "route", "show", "dev", "v0"))?.contains("fe80::/64") == true })
         let namespace = try NetworkNamespace.named(ns.name)
         let probe = try ReachabilityProbe(namespace: namespace, resolver: MulticastDNS())
         let (answer, addresses) = try await probe.answer(for: .host("printer.local"))

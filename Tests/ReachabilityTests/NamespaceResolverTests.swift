@@ -66,6 +66,8 @@ struct NamespaceResolverTests {
         try await withResolverFile("dns4", "nameserver 127.0.0.153\n") { ns, namespace, _ in
             try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up",
                           "address add 10.0.0.1/24 dev va"])
+            // Running once the kernel's link watch has told the carrier (up to a second later).
+            #expect(eventually { (try? ns.ipJSON("link", "show", "va").first?["operstate"] as? String) == "UP" })
             let probe = try ReachabilityProbe(namespace: namespace)
             let (answer, addresses) = try await probe.answer(for: .host("svc.example.test"))
             #expect(Set(addresses) == Set(Self.records["svc.example.test"]!))
