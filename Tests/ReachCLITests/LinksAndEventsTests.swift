@@ -2,6 +2,28 @@ import Foundation
 import NetnsTestSupport
 import Testing
 
+/// Waits until the links' flags and addresses, as `ip -j addr show` prints them, stay the same
+/// for 1.1 s (the link watch runs its delayed work at most once a second): for a second or so
+/// after links come up, the kernel's link watch sets
+/// their operational state and carrier, and IPv6 adds their link-local addresses, so that two
+/// reads a moment apart (`reach links`, then `ip`) could disagree.
+private func waitUntilLinksSettle(_ ns: TestNamespace) throws {
+    func read() throws -> String {
+        try ns.ipJSON("addr", "show").map { entry in
+            let addresses = (entry["addr_info"] as? [[String: Any]] ?? []).map { "\($0["local"] ?? "")" }
+            return "\(entry["ifindex"] ?? "") \(entry["flags"] ?? "") \(entry["operstate"] ?? "") \(addresses)"
+        }.joined(separator: "\n")
+    }
+    var last = try read()
+    let deadline = Date().addingTimeInterval(30)
+    while Date() < deadline {
+        usleep(1_100_000)
+        let now = try read()
+        if now == last { return }
+        last = now
+    }
+}
+
 @Suite("reach links and reach events", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct LinksAndEventsTests {
     @Test func linksJSONListsWhatIPAddrShows() async throws {
@@ -16,6 +38,7 @@ struct LinksAndEventsTests {
             ])
             // A name with a quote and a backslash, which the JSON must escape.
             try ns.ip("link", "add", "q\"b\\s", "type", "veth", "peer", "name", "qpeer")
+            try waitUntilLinksSettle(ns)
             let result = try reach("links", "--json", "--netns", ns.name)
             #expect(result.status == 0, "\(result.error)")
             let links = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
