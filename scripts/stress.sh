@@ -10,7 +10,7 @@
 #      is mostly its quarantine and says nothing; RELIABILITY.md has the release build's.)
 #   4. the release `reach watch` alone through 40 000 link flaps, its resident memory printed
 #      every 5 000 (for RELIABILITY.md; no verdict: resident memory is not a leak detector);
-#   5. the test command and the thread sanitizer's run, each RUNS times (default 3) at nice 15
+#   5. the test command and the sanitizers' runs (what .ci/run runs), each RUNS times (default 3) at nice 15
 #      beside two busy loops per core: a test that waits for a thread or a timer too briefly,
 #      or reads a state before what it checks has happened, fails here rather than now and
 #      then in CI, on a machine busier than this one.
@@ -114,7 +114,9 @@ fi
 if [ "$part" = all ] || [ "$part" = contended ]; then
     echo "== 5. the tests beside busy loops, $runs runs each"
     swift build --build-tests >/dev/null
-    swift build --build-tests --sanitize=thread --scratch-path .build-thread >/dev/null 2>&1
+    for sanitizer in thread address; do
+        swift build --build-tests --sanitize=$sanitizer --scratch-path .build-$sanitizer >/dev/null 2>&1
+    done
     log=$(mktemp)
     for _ in $(seq 1 $((2 * $(nproc)))); do
         (while :; do :; done) &
@@ -123,13 +125,13 @@ if [ "$part" = all ] || [ "$part" = contended ]; then
     failed=0
     run=1
     while [ $run -le "$runs" ]; do
-        for command in scripts/test.sh "scripts/sanitizers.sh thread"; do
+        for command in scripts/test.sh scripts/sanitizers.sh; do
             if nice -n 15 $command >"$log" 2>&1; then
                 echo "run $run, $command: passed"
             else
                 failed=$((failed + 1))
                 echo "run $run, $command: FAILED"
-                grep -E "✘|WARNING: ThreadSanitizer|error:" "$log" | head -20
+                grep -E "✘|WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|error:" "$log" | head -20
             fi
         done
         run=$((run + 1))
