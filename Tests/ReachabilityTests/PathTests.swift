@@ -202,6 +202,34 @@ struct PathTests {
                 "\(paths.withLock { $0 })")
     }
 
+    /// A namespace with two uplinks, va and wa, each with a router (`vaRouter`, `waRouter`)
+    /// whose neighbour entry is permanent, and an IPv6 default route of metric 1024 through
+    /// each, by next-hop objects 1 and 2: va's of low preference, wa's of high.
+    static func twoRouterNamespace(_ label: String, vaRouter: String, waRouter: String) throws -> TestNamespace {
+        let ns = try TestNamespace(label)
+        do {
+            try ns.batch(TestNamespace.twoUplinkLinks + [
+                "nexthop add id 1 via \(vaRouter) dev va", "nexthop add id 2 via \(waRouter) dev wa",
+                "neigh add \(vaRouter) lladdr 02:00:00:00:00:01 dev va nud permanent",
+                "neigh add \(waRouter) lladdr 02:00:00:00:00:02 dev wa nud permanent",
+                "route add ::/0 nhid 1 metric 1024 pref low", "route append ::/0 nhid 2 metric 1024 pref high",
+            ])
+        } catch {
+            ns.delete()
+            throw error
+        }
+        return ns
+    }
+
+    /// A started path monitor of `ns` and the paths it delivered, in order.
+    static func recordingPathMonitor(_ ns: TestNamespace) throws -> (NetworkPathMonitor, Locked<[NetworkPath]>) {
+        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
+        let paths = Locked<[NetworkPath]>([])
+        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        #expect(monitor.start(queue: DispatchQueue(label: "test.\(ns.name)")))
+        return (monitor, paths)
+    }
+
     /// Two routers' IPv6 default routes of one metric, as router advertisements give them: the
     /// path's links and gateways, and the internet's answer, follow the kernel's choice (`ip -6
     /// route get`), the router with the higher preference, also when only a preference changes.
@@ -211,19 +239,10 @@ struct PathTests {
     /// failed below the others.
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func ipv6RoutesOfOneMetricFollowTheKernelsChoiceByPreference() async throws {
-        let ns = try TestNamespace("pathpref")
+        let ns = try Self.twoRouterNamespace("pathpref", vaRouter: "fe80::1", waRouter: "fe80::2")
         defer { ns.delete() }
-        try ns.batch(TestNamespace.twoUplinkLinks + [
-            "nexthop add id 1 via fe80::1 dev va", "nexthop add id 2 via fe80::2 dev wa",
-            "neigh add fe80::1 lladdr 02:00:00:00:00:01 dev va nud permanent",
-            "neigh add fe80::2 lladdr 02:00:00:00:00:02 dev wa nud permanent",
-            "route add ::/0 nhid 1 metric 1024 pref low", "route append ::/0 nhid 2 metric 1024 pref high",
-        ])
-        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
-        let paths = Locked<[NetworkPath]>([])
-        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        let (monitor, paths) = try Self.recordingPathMonitor(ns)
         defer { monitor.cancel() }
-        #expect(monitor.start(queue: DispatchQueue(label: "test.pathpref")))
         let internet = try Reachability(target: .internet, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: internet)
         defer { internet.stopListening() }
@@ -251,19 +270,10 @@ struct PathTests {
     /// scoped gateway, and the address stays.
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func routersThatShareALinkLocalAddressAreTwoScopedGateways() async throws {
-        let ns = try TestNamespace("pathscope")
+        let ns = try Self.twoRouterNamespace("pathscope", vaRouter: "fe80::1", waRouter: "fe80::1")
         defer { ns.delete() }
-        try ns.batch(TestNamespace.twoUplinkLinks + [
-            "nexthop add id 1 via fe80::1 dev va", "nexthop add id 2 via fe80::1 dev wa",
-            "neigh add fe80::1 lladdr 02:00:00:00:00:01 dev va nud permanent",
-            "neigh add fe80::1 lladdr 02:00:00:00:00:02 dev wa nud permanent",
-            "route add ::/0 nhid 1 metric 1024 pref low", "route append ::/0 nhid 2 metric 1024 pref high",
-        ])
-        let monitor = NetworkPathMonitor(namespace: try .named(ns.name))
-        let paths = Locked<[NetworkPath]>([])
-        monitor.pathUpdateHandler = { path in paths.withLock { $0.append(path) } }
+        let (monitor, paths) = try Self.recordingPathMonitor(ns)
         defer { monitor.cancel() }
-        #expect(monitor.start(queue: DispatchQueue(label: "test.pathscope")))
         let kernelsLink = try #require(try ns.ipJSON("-6", "route", "get", "2001:db8::1").first?["dev"] as? String)
         #expect(kernelsLink == "wa", "the router with the higher preference")
         #expect(eventually { paths.withLock { $0.last?.scopedGateways.map(\.description) } == ["fe80::1%wa", "fe80::1%va"] },
