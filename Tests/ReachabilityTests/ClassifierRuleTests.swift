@@ -65,11 +65,24 @@ struct ClassifierRuleTests {
         let unknown = LinkClassifier.classify(facts(kind: "frobnicator", sysfs: device("e1000e", bus: "pci")))
         #expect((unknown.type, unknown.kind) == (.wiredEthernet, .ethernet))
         #expect(LinkClassifier.classify(facts(kind: "frobnicator")).isVirtual)
+        // Without sysfs, virtual by the kind string: rmnet's links (cellular) and vcan, vxcan
+        // (CAN) have no parent device; the WWAN framework's, CAN controllers' and IPoIB's have.
+        for kind in ["rmnet", "vcan", "vxcan", "veth"] {
+            #expect(LinkClassifier.classify(facts(arphrd: .rawIP, kind: kind)).isVirtual, "\(kind)")
+        }
+        for kind in ["wwan", "can", "ipoib"] {
+            #expect(!LinkClassifier.classify(facts(arphrd: .none, kind: kind)).isVirtual, "\(kind)")
+        }
     }
 
     @Test func otherDeviceTypesAndLinkTypes() {
         let pan = LinkClassifier.classify(facts("bnep0", sysfs: device(nil, bus: "bluetooth", deviceType: "bluetooth")))
         #expect((pan.type, pan.kind, pan.isExpensive, pan.isVirtual) == (.other, .bluetooth, true, false))
+        // IPv6 over Bluetooth Low Energy has DEVTYPE=bluetooth too, on a 6LoWPAN link (825):
+        // a link to sensors, not a phone's uplink.
+        let sensors = LinkClassifier.classify(facts("bt0", arphrd: ARPHRDType(rawValue: 825),
+                                                    sysfs: device(nil, bus: nil, deviceType: "bluetooth")))
+        #expect((sensors.type, sensors.kind, sensors.isExpensive, sensors.isVirtual) == (.other, .other, false, false))
         #expect(LinkClassifier.classify(facts("ppp0", arphrd: .ppp)).kind == .ppp)
         #expect(LinkClassifier.classify(facts("ppp0", arphrd: .ppp)).isTransient)
         #expect(LinkClassifier.classify(facts("ib0", arphrd: .infiniband, sysfs: device("mlx5_core", bus: "pci"))).kind == .infiniband)
@@ -97,9 +110,12 @@ struct ClassifierRuleTests {
         #expect(LinkClassifier.classify(facts("eth0")).type == .wiredEthernet)
         // Sysfs was read and shows a virtual link: the name means nothing.
         #expect(LinkClassifier.classify(facts("wlan0", sysfs: virtualSysfs)).type == .other)
-        // A kind outranks the name; prefixes exist only for Ethernet-type links.
+        // A kind outranks the name; prefixes count for Ethernet-type links, and `ww` also for a
+        // raw-IP modem link without a link layer.
         #expect(LinkClassifier.classify(facts("wlan0", kind: "veth")).type == .other)
-        #expect(LinkClassifier.classify(facts("wwan0", arphrd: .none)).type == .other)
+        #expect(LinkClassifier.classify(facts("wwan0", arphrd: .none)).type == .cellular)
+        #expect(LinkClassifier.classify(facts("wlan0", arphrd: .none)).type == .other)
+        #expect(LinkClassifier.classify(facts("wwan0", arphrd: .none, kind: "tun")).type == .other)
         #expect(LinkClassifier.classify(facts("wl")).type == .other)
     }
 
@@ -115,6 +131,12 @@ struct ClassifierRuleTests {
         // A cellular lower link makes the stacked link expensive too.
         let modem = facts("wwan0", index: 2, arphrd: .rawIP)
         #expect(LinkClassifier.classify([modem, vlan])[3]?.isExpensive == true)
+        // MACsec sends through its real device, as a VLAN does; its kind stays other.
+        let nic = facts("enp3s0", index: 5, sysfs: device("igb", bus: "pci"))
+        let macsec = facts("macsec0", index: 6, kind: "macsec", lower: 5, sysfs: virtualSysfs)
+        let secured = LinkClassifier.classify([nic, macsec])
+        #expect((secured[6]?.type, secured[6]?.kind, secured[6]?.evidence) == (.wiredEthernet, .other, .lowerLink(5)))
+        #expect(LinkClassifier.classify([macsec])[6]?.type == .other)
     }
 
     @Test func bridgesAndBondsTakeTheTypeTheirPortsAgreeOn() {
@@ -139,6 +161,13 @@ struct ClassifierRuleTests {
         let nic2 = facts("enp4s0", index: 9, master: 7, sysfs: device("e1000e", bus: "pci"))
         let bonded = LinkClassifier.classify([bond, phone, nic2])
         #expect((bonded[7]?.type, bonded[7]?.isExpensive, bonded[7]?.evidence) == (.wiredEthernet, true, .ports([8, 9])))
+
+        // batman-adv's mesh interface sends through its hard interfaces, its ports: a Wi-Fi mesh.
+        let mesh = facts("bat0", index: 10, kind: "batadv", sysfs: virtualSysfs)
+        let radio = facts("mesh0", index: 11, master: 10, sysfs: SysfsFacts(isPresent: true, hasPhy80211: true, hasDevice: true))
+        let meshed = LinkClassifier.classify([mesh, radio])
+        #expect((meshed[10]?.type, meshed[10]?.kind, meshed[10]?.evidence) == (.wifi, .other, .ports([11])))
+        #expect(LinkClassifier.classify([mesh])[10]?.type == .other)
     }
 
     @Test func stackedLinksSurviveCyclesAndDeepChains() {

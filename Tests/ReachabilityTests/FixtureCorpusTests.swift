@@ -10,7 +10,7 @@ struct FixtureCorpusTests {
 
     @Test func corpusIsCompleteAndReadable() throws {
         let fixtures = try Fixture.all()
-        #expect(fixtures.count >= 29)
+        #expect(fixtures.count >= 31)
         for fixture in fixtures {
             #expect(!fixture.links.isEmpty, "\(fixture.name) has no links")
             #expect(fixture.source.count > 20, "\(fixture.name) does not name its source driver")

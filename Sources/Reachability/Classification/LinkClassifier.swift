@@ -12,17 +12,19 @@ import Netlink
 ///    framework) or `rmnet`, `ARPHRD_RAWIP`, a modem driver (``modemDrivers``), or a parent
 ///    device in the WWAN class.
 /// 4. A known rtnetlink kind (``LinkKind/init(rtnetlinkKind:)``): veth, bridge, tun, ...
-/// 5. Any other `DEVTYPE` that names a kind: `bluetooth`, `ppp`, `bridge`, `bond`, `vlan`, ...
+/// 5. Any other `DEVTYPE` that names a kind: `bluetooth` (on an Ethernet link only: a
+///    Bluetooth PAN; 6LoWPAN over Bluetooth Low Energy has it too), `ppp`, `bridge`, `bond`, ...
 /// 6. The link-layer type: PPP, InfiniBand, CAN, IEEE 802.11 monitor headers, IP tunnels.
 /// 7. An Ethernet link with a parent device is wired Ethernet (expensive behind a tethering
 ///    driver, ``tetheringDrivers``); a parent device with another link type is other.
 /// 8. Only when sysfs gave no evidence at all, for an Ethernet link with no rtnetlink kind:
-///    the name prefix `wl` (Wi-Fi), `ww` (cellular), `en` or `eth` (wired).
+///    the name prefix `wl` (Wi-Fi), `ww` (cellular, also on a raw-IP link without a link
+///    layer, `ARPHRD_NONE`), `en` or `eth` (wired).
 /// 9. Otherwise other.
 ///
 /// Then, over a whole set of links (``classify(_:policy:)``), stacked links take the type of
-/// what is under them: a VLAN or macvlan the type of its lower link, a bridge or bond the type
-/// its ports agree on (ports with no type, like the veths and taps of containers and virtual
+/// what is under them: a VLAN, macvlan or MACsec link the type of its lower link, a bridge,
+/// bond or batman-adv mesh interface the type its ports agree on (ports with no type, like the veths and taps of containers and virtual
 /// machines, do not vote), and a link that no rule explains and whose only sign is one
 /// `lower_` entry in sysfs (``SysfsFacts/lowerLinkNames``: qmi_wwan's QMAP mux links) the type
 /// of that link. A bridge or veth with no such evidence is ``InterfaceType/other``.
@@ -44,8 +46,18 @@ public enum LinkClassifier {
         "bond": .bond, "vlan": .vlan, "vxlan": .overlay, "geneve": .overlay,
     ]
 
-    /// rtnetlink kinds whose links have a parent device; every other known kind is virtual.
-    static let physicalKinds: Set<LinkKind> = [.wwan, .can, .infiniband]
+    /// rtnetlink kinds whose links have a parent device; every other kind is virtual (`rmnet`,
+    /// `vcan` and `vxcan` too, whose kinds are cellular and CAN).
+    static let physicalRtnetlinkKinds: Set<String> = ["wwan", "can", "ipoib"]
+
+    /// rtnetlink kinds of links stacked on one lower link (`IFLA_LINK`) that take its type,
+    /// beside ``LinkKind/vlan`` and ``LinkKind/macvlan``: MACsec sends through its real device.
+    static let throughOneLinkRtnetlinkKinds: Set<String> = ["macsec"]
+
+    /// rtnetlink kinds of links that take the type their ports agree on, beside
+    /// ``LinkKind/bridge`` and ``LinkKind/bond``: batman-adv's mesh interface sends through its
+    /// hard interfaces, which the kernel makes its ports (`netdev_master_upper_dev_link`).
+    static let portsVoteRtnetlinkKinds: Set<String> = ["batadv"]
 
     /// Stacked links are followed at most this deep (the kernel allows 8, `MAX_NEST_DEV`).
     static let maximumStackDepth = 16
@@ -75,7 +87,10 @@ public enum LinkClassifier {
         // 4. The rtnetlink kind.
         if let kind = facts.kind, let known = LinkKind(rtnetlinkKind: kind) { return answer(known, .rtnetlinkKind(kind)) }
         // 5. Other device types.
-        if let type = sysfs.deviceType, let known = deviceTypeKinds[type] { return answer(known, .deviceType(type)) }
+        if let type = sysfs.deviceType, let known = deviceTypeKinds[type],
+           known != .bluetooth || facts.arphrdType == .ether {
+            return answer(known, .deviceType(type))
+        }
         // 6. The link-layer type.
         if let known = kind(ofLinkType: facts.arphrdType) { return answer(known, .linkType(facts.arphrdType)) }
         // 7. A physical device.
@@ -85,8 +100,8 @@ public enum LinkClassifier {
             return answer(.ethernet, evidence, expensive: sysfs.driver.map(tetheringDrivers.contains) ?? false)
         }
         // 8. The name, only without any sysfs evidence.
-        if !sysfs.isPresent, facts.arphrdType == .ether, facts.kind == nil,
-           let (prefix, kind) = namePrefixKind(facts.name) {
+        if !sysfs.isPresent, facts.kind == nil, let (prefix, kind) = namePrefixKind(facts.name),
+           facts.arphrdType == .ether || (kind == .wwan && facts.arphrdType == .none) {
             return answer(kind, .namePrefix(prefix))
         }
         return answer(.other, .none)
@@ -122,6 +137,8 @@ public enum LinkClassifier {
             // one link that sysfs stacks it on (its `lower_` entry: a QMAP mux link of a modem
             // rides on the modem's link; its kind stays unknown, it takes the type).
             let throughOneLink = answer.kind == .vlan || answer.kind == .macvlan
+                || link.kind.map(throughOneLinkRtnetlinkKinds.contains) == true
+            let portsVote = answer.kind.inheritsLowerType || link.kind.map(portsVoteRtnetlinkKinds.contains) == true
             let lowerLink: Int32?
             if throughOneLink {
                 lowerLink = link.lowerLinkIndex
@@ -131,7 +148,7 @@ public enum LinkClassifier {
             } else {
                 lowerLink = nil
             }
-            if answer.type == .other, answer.kind.inheritsLowerType || lowerLink != nil {
+            if answer.type == .other, portsVote || lowerLink != nil {
                 if depth >= maximumStackDepth {
                     isComplete = false
                 } else if throughOneLink || lowerLink != nil {
@@ -177,8 +194,7 @@ public enum LinkClassifier {
         if facts.sysfs.isPresent { return !facts.sysfs.hasDevice }
         if facts.arphrdType == .loopback { return true }
         guard let kind = facts.kind else { return false }
-        guard let known = LinkKind(rtnetlinkKind: kind) else { return true }
-        return !physicalKinds.contains(known)
+        return !physicalRtnetlinkKinds.contains(kind)
     }
 
     /// The kind that a link-layer type alone shows, for the types that show one.
