@@ -37,6 +37,9 @@ struct ClassifierRuleTests {
     @Test func cellularWithoutARadioDeviceType() {
         #expect(LinkClassifier.classify(facts(arphrd: .none, kind: "wwan")).evidence == .rtnetlinkKind("wwan"))
         #expect(LinkClassifier.classify(facts(arphrd: .rawIP, kind: "rmnet")).type == .cellular)
+        // Vendor kernels' raw IP from before mainline numbered it (rmnet_data0 on Android).
+        let vendor = LinkClassifier.classify(facts("rmnet_data0", arphrd: ARPHRDType(rawValue: 530)))
+        #expect((vendor.type, vendor.evidence) == (.cellular, .linkType(ARPHRDType(rawValue: 530))))
         let rawIP = LinkClassifier.classify(facts(arphrd: .rawIP))
         #expect((rawIP.type, rawIP.evidence) == (.cellular, .linkType(.rawIP)))
         let driver = LinkClassifier.classify(facts(arphrd: .none, sysfs: device("sierra_net")))

@@ -9,7 +9,7 @@ import Netlink
 ///    is cellular. This outranks the rtnetlink kind.
 /// 2. `ARPHRD_LOOPBACK` is loopback.
 /// 3. Cellular without a radio `DEVTYPE`: the rtnetlink kind `wwan` (the kernel's WWAN
-///    framework) or `rmnet`, `ARPHRD_RAWIP`, a modem driver (``modemDrivers``), or a parent
+///    framework) or `rmnet`, `ARPHRD_RAWIP` (or vendor kernels' older 530), a modem driver (``modemDrivers``), or a parent
 ///    device in the WWAN class.
 /// 4. A known rtnetlink kind (``LinkKind/init(rtnetlinkKind:)``): veth, bridge, tun, ...
 /// 5. Any other `DEVTYPE` that names a kind: `bluetooth` (on an Ethernet link only: a
@@ -46,6 +46,11 @@ public enum LinkClassifier {
         "bond": .bond, "vlan": .vlan, "vxlan": .overlay, "geneve": .overlay,
     ]
 
+    /// The raw-IP link type of vendor kernels (Android's, Qualcomm's) from before Linux 4.14
+    /// gave `ARPHRD_RAWIP` its number, 519: 530, which mainline never assigned. NetworkManager
+    /// reads it as a modem's link too.
+    static let vendorRawIP = ARPHRDType(rawValue: 530)
+
     /// rtnetlink kinds whose links have a parent device; every other kind is virtual (`rmnet`,
     /// `vcan` and `vxcan` too, whose kinds are cellular and CAN).
     static let physicalRtnetlinkKinds: Set<String> = ["wwan", "can", "ipoib"]
@@ -81,7 +86,7 @@ public enum LinkClassifier {
         if facts.arphrdType == .loopback { return answer(.loopback, .linkType(.loopback)) }
         // 3. Cellular without a radio DEVTYPE.
         if let kind = facts.kind, LinkKind(rtnetlinkKind: kind) == .wwan { return answer(.wwan, .rtnetlinkKind(kind)) }
-        if facts.arphrdType == .rawIP { return answer(.wwan, .linkType(.rawIP)) }
+        if facts.arphrdType == .rawIP || facts.arphrdType == vendorRawIP { return answer(.wwan, .linkType(facts.arphrdType)) }
         if let driver = sysfs.driver, modemDrivers.contains(driver) { return answer(.wwan, .modemDriver(driver)) }
         if sysfs.bus == "wwan" { return answer(.wwan, .wwanDevice) }
         // 4. The rtnetlink kind.
