@@ -19,6 +19,9 @@ set -eu
 cd "$(dirname "$0")/.."
 part=${1:-all}
 runs=${2:-3}
+case $runs in
+    '' | *[!0-9]*) echo "usage: scripts/stress.sh contended [RUNS], RUNS a number" >&2; exit 2 ;;
+esac
 scripts/install-deps.sh
 
 # What parts 3 and 4 start, ended and deleted on any exit.
@@ -28,8 +31,10 @@ cleanup() {
     for name in $namespaces; do ip netns del "$name" 2>/dev/null || true; done
     [ -z "$logs" ] || rm -rf "$logs"
     [ -z "$log" ] || rm -f "$log"
+    pids="" namespaces="" logs="" log=""
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # A namespace NAME whose veth vb0 carries 10.200.0.1/24 and the default route via 10.200.0.2;
 # flapping its peer vb1 flips the answer for 10.200.0.2.
@@ -109,15 +114,17 @@ if [ "$part" = all ] || [ "$part" = rss ]; then
         sleep 0.3
         echo "after $((chunk * 5000)) flaps: $(awk '/^VmRSS/ {print $2}' "/proc/$watch_pid/status") KiB"
     done
+    # Before part 5, which needs a quiet machine but for its own load.
+    cleanup
 fi
 
 if [ "$part" = all ] || [ "$part" = contended ]; then
     echo "== 5. the tests beside busy loops, $runs runs each"
     swift build --build-tests >/dev/null
-    for sanitizer in thread address; do
-        swift build --build-tests --sanitize=$sanitizer --scratch-path .build-$sanitizer >/dev/null 2>&1
-    done
     log=$(mktemp)
+    for sanitizer in thread address; do
+        swift build --build-tests --sanitize=$sanitizer --scratch-path .build-$sanitizer >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+    done
     for _ in $(seq 1 $((2 * $(nproc)))); do
         (while :; do :; done) &
         pids="$pids $!"

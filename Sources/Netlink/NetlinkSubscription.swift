@@ -104,9 +104,11 @@ public final class NetlinkSubscription: Sendable {
 
     /// The current links, addresses and default routes.
     ///
-    /// It may be a batch ahead of the observers and sequences: the subscription's thread makes
-    /// a batch's state current, then hands the batch to each of them (to their queues, for
-    /// observers with one), and only then makes the next batch's state current.
+    /// It may be ahead of what observers and sequences have seen: the subscription's thread
+    /// makes a batch's state current, then hands the batch to each of them, and only then makes
+    /// the next batch's state current. So it is at most one batch ahead of what has been handed
+    /// over; an observer on a queue, or a sequence's consumer, may still be working through
+    /// older batches.
     public var state: NetworkState { publisher.state }
 
     /// ``state`` and whether it is settled, read together: `false` between a batch after which

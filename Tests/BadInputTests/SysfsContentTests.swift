@@ -309,8 +309,10 @@ struct SysfsContentTests {
             }
             let (facts, bytes) = try #require(read, "the reader hung")
             #expect(facts == SysfsFacts(isPresent: true, interfaceIndex: 7, deviceType: early ? "wlan" : nil))
-            let readBytes = try #require(bytes, "/proc/thread-self/io is readable")
-            #expect(readBytes < 64 << 10, "\(readBytes) bytes read of a \(mebibytes) MiB file")
+            // Without task I/O accounting (CONFIG_TASK_IO_ACCOUNTING) there is nothing to count.
+            if let bytes {
+                #expect(bytes < 64 << 10, "\(bytes) bytes read of a \(mebibytes) MiB file")
+            }
         }
     }
 

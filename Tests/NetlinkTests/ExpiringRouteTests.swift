@@ -11,7 +11,7 @@ struct ExpiringRouteTests {
         let ns = try TestNamespace("expire")
         defer { ns.delete() }
         try ns.batch(["link add va type veth peer name vb", "link set va up", "link set vb up"])
-        try ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "va", "metric", "1024", "expires", "5", "proto", "ra")
+        try ns.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "va", "metric", "1024", "expires", "8", "proto", "ra")
         try ns.ip("-6", "route", "add", "default", "via", "fe80::2", "dev", "va", "metric", "2048", "proto", "static")
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
         let connection = try NetlinkConnection(namespace: .named(ns.name))
@@ -23,8 +23,10 @@ struct ExpiringRouteTests {
         defer { observation.cancel() }
         #expect(subscription.state.defaultRoutes.values.contains { $0.gateway == expiring })
         #expect(try connection.defaultRoutes().contains { $0.gateway == expiring })
-        // After its expiry, and long before the kernel's garbage collection deletes it.
-        #expect(eventually { removed.withLock { $0.contains { $0.gateway == expiring } } })
+        // After its expiry (8 s, for a subscription that starts slowly on a busy machine), and
+        // before the kernel's garbage collection deletes it: the collection runs 30 s
+        // (`gc_interval`) after the route was added, and the wait ends before.
+        #expect(eventually(20) { removed.withLock { $0.contains { $0.gateway == expiring } } })
         #expect(!subscription.state.defaultRoutes.values.contains { $0.gateway == expiring })
         #expect(subscription.state.defaultRoutes.values.contains { $0.gateway == IPAddress("fe80::2")! })
         #expect(try !connection.defaultRoutes().contains { $0.gateway == expiring })

@@ -118,6 +118,7 @@ struct ClassifierRuleTests {
         #expect(LinkClassifier.classify(facts("wlan0", kind: "veth")).type == .other)
         #expect(LinkClassifier.classify(facts("wwan0", arphrd: .none)).type == .cellular)
         #expect(LinkClassifier.classify(facts("wlan0", arphrd: .none)).type == .other)
+        #expect(LinkClassifier.classify(facts("wwan0", arphrd: .none, sysfs: virtualSysfs)).type == .other)
         #expect(LinkClassifier.classify(facts("wwan0", arphrd: .none, kind: "tun")).type == .other)
         #expect(LinkClassifier.classify(facts("wl")).type == .other)
     }
@@ -140,6 +141,8 @@ struct ClassifierRuleTests {
         let secured = LinkClassifier.classify([nic, macsec])
         #expect((secured[6]?.type, secured[6]?.kind, secured[6]?.evidence) == (.wiredEthernet, .other, .lowerLink(5)))
         #expect(LinkClassifier.classify([macsec])[6]?.type == .other)
+        // Its lower link in another namespace (an index this one does not have): other.
+        #expect(LinkClassifier.classify([macsec, facts("enp3s0", index: 7, sysfs: device("igb", bus: "pci"))])[6]?.type == .other)
     }
 
     @Test func bridgesAndBondsTakeTheTypeTheirPortsAgreeOn() {

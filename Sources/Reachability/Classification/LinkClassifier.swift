@@ -67,7 +67,8 @@ public enum LinkClassifier {
     /// Stacked links are followed at most this deep (the kernel allows 8, `MAX_NEST_DEV`).
     static let maximumStackDepth = 16
 
-    /// Classifies one link from its own evidence. Stacked links (VLAN, macvlan, bridge, bond)
+    /// Classifies one link from its own evidence. Stacked links (VLAN, macvlan, MACsec, bridge,
+    /// bond, batman-adv)
     /// are ``InterfaceType/other`` here; ``classify(_:policy:)`` resolves them.
     public static func classify(_ facts: LinkFacts) -> LinkClassification {
         let sysfs = facts.sysfs

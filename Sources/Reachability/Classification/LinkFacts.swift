@@ -19,7 +19,8 @@ public struct LinkFacts: Sendable, Hashable {
     /// `master`, `slave`. (``init(link:sysfs:)`` leaves out state flags such as `up` and
     /// `running`, so that a link going up or down is not a change of facts.)
     public var flags: InterfaceFlags
-    /// The index of the bridge, bond or VRF this link is a port of.
+    /// The index of the link this one is a port of: a bridge, bond, VRF or batman-adv mesh
+    /// interface.
     public var masterIndex: Int32?
     /// The index of the lower link (`IFLA_LINK`) in this namespace: the parent of a VLAN or
     /// macvlan, the modem link under rmnet. `nil` when it is absent or in another namespace.

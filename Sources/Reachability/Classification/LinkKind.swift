@@ -69,7 +69,9 @@ public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
     }
 
     /// Whether the kind sits on lower links and takes their ``InterfaceType``: ``vlan`` and
-    /// ``macvlan`` from their lower link, ``bridge`` and ``bond`` from their ports.
+    /// ``macvlan`` from their lower link, ``bridge`` and ``bond`` from their ports. Two links of
+    /// kind ``other`` do so too, told by their rtnetlink kind string: MACsec (`macsec`) from its
+    /// lower link, batman-adv (`batadv`) from its ports.
     public var inheritsLowerType: Bool {
         switch self {
         case .vlan, .macvlan, .bridge, .bond: return true

@@ -100,7 +100,8 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
             self.interface = interface
         }
 
-        /// Such as `fe80::1%eth0` or `192.0.2.1%eth0`: the form `ping` takes.
+        /// Such as `fe80::1%eth0`, the scoped form that `ping` and `getaddrinfo` take for an
+        /// IPv6 address, or `192.0.2.1%eth0`, for display only (an IPv4 address has no zone).
         public var description: String { "\(address)%\(interface.name)" }
     }
 
