@@ -345,10 +345,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         nexthopObjects = try requests!.nexthopObjects()
         state.defaultRoutes = try dumpDefaultRoutes(filter: .defaultRoutes)
         batch.removeAll()
-        linksToReconcile.removeAll()
-        tablesToReconcile.removeAll()
-        rulesToReread.removeAll()
-        linksToReread.removeAll()
+        forgetMarkedRereads()
     }
 
     private func loop() {
@@ -525,6 +522,15 @@ final class SubscriptionEngine: @unchecked Sendable {
     private var rereadIsMarked: Bool {
         !linksToReconcile.isEmpty || !tablesToReconcile.isEmpty || nexthopObjectsStale || !rulesToReread.isEmpty
             || !linksToReread.isEmpty
+    }
+
+    /// Forgets the links, tables and rules marked for a re-read, after a read of the whole state
+    /// has read them anyway (not the next-hop objects' mark, which only their re-read clears).
+    private func forgetMarkedRereads() {
+        linksToReconcile.removeAll()
+        tablesToReconcile.removeAll()
+        rulesToReread.removeAll()
+        linksToReread.removeAll()
     }
 
     private func teardown() {
@@ -968,10 +974,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 for family in AddressFamily.allCases where adoptRules(rules[family], of: family) {
                     batch.append(.rulesChanged(family))
                 }
-                rulesToReread.removeAll()
-                linksToReconcile.removeAll()
-                tablesToReconcile.removeAll()
-                linksToReread.removeAll()
+                forgetMarkedRereads()
                 batch.append(.resynchronized(reason))
                 publisher.countResynchronization()
                 return
