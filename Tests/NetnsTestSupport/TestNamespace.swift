@@ -120,6 +120,22 @@ public func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) r
     return try condition()
 }
 
+/// The value `read` gives twice in a row, `interval` seconds apart: the state that a burst of
+/// the kernel's or the library's own work has come to rest in. Nil when it still changed after
+/// `seconds` (a liveness bound, as ``eventually(_:_:)``'s).
+public func settledValue<T: Equatable>(every interval: Double, within seconds: Double = 30,
+                                       _ read: () throws -> T) rethrows -> T? {
+    let deadline = Date().addingTimeInterval(seconds)
+    var last = try read()
+    while Date() < deadline {
+        usleep(useconds_t(interval * 1_000_000))
+        let now = try read()
+        if now == last { return now }
+        last = now
+    }
+    return nil
+}
+
 /// ``eventually(_:_:)`` for async tests whose condition waits for a task of their own: it
 /// sleeps by suspending, so it does not hold one of the few threads of Swift's cooperative pool
 /// (two on a two-core machine), which that task may need.

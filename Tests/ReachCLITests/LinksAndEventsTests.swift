@@ -14,15 +14,7 @@ private func waitUntilLinksSettle(_ ns: TestNamespace) throws {
             return "\(entry["ifindex"] ?? "") \(entry["flags"] ?? "") \(entry["operstate"] ?? "") \(addresses)"
         }.joined(separator: "\n")
     }
-    var last = try read()
-    let deadline = Date().addingTimeInterval(30)
-    while Date() < deadline {
-        usleep(1_100_000)
-        let now = try read()
-        if now == last { return }
-        last = now
-    }
-    Issue.record("the links never settled: \(last)")
+    #expect(try settledValue(every: 1.1, read) != nil, "the links never settled")
 }
 
 @Suite("reach links and reach events", .enabled(if: namespacesAvailable, "needs root and iproute2"))

@@ -24,13 +24,7 @@ struct AddressFamilyRoundTests {
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.count == 1 })
         // The rounds of the set-up's own events: until none came for half a second.
-        var before = -1
-        let quietBy = Date().addingTimeInterval(30)
-        while before != engine.evaluationCount, Date() < quietBy {
-            before = engine.evaluationCount
-            usleep(500_000)
-        }
-        #expect(before == engine.evaluationCount, "the set-up's rounds never stopped")
+        let before = try #require(settledValue(every: 0.5) { engine.evaluationCount }, "the set-up's rounds never stopped")
 
         // An IPv6 address, seen by the subscription: no round for the IPv4 target.
         try ns.ip("address", "add", "2001:db8:1::1/64", "dev", "vx", "nodad")
@@ -51,13 +45,7 @@ struct AddressFamilyRoundTests {
         // The observer's first snapshot, then rounds for the veths' IPv6 link-local addresses
         // as their duplicate address detection ends: wait until the rounds settle.
         #expect(eventually { rounds.withLock { $0 } >= 1 })
-        var settled = -1
-        let settledBy = Date().addingTimeInterval(30)
-        while settled != rounds.withLock({ $0 }), Date() < settledBy {
-            settled = rounds.withLock { $0 }
-            usleep(500_000)
-        }
-        #expect(settled == rounds.withLock { $0 }, "the rounds never settled")
+        let settled = try #require(settledValue(every: 0.5) { rounds.withLock { $0 } }, "the rounds never settled")
         let evaluations = engine.evaluationCount
         try ns.ip("address", "add", "2001:db8:2::1/64", "dev", "vx", "nodad")
         #expect(eventually { rounds.withLock { $0 } > settled })
