@@ -4,6 +4,16 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
     public var index: Int32
     /// The interface name, such as `eth0`.
     public var name: String
+    /// The link's alternative names (`IFLA_ALT_IFNAME` in `IFLA_PROP_LIST`; `ip link property
+    /// add dev eth0 altname enp0s31f6`, and udev's predictable names since systemd 245), in the
+    /// kernel's order; empty when it has none. The kernel finds a link by any of its names
+    /// (`if_nametoindex`, `ip link show`, a socket's scope), and no two links share one: see
+    /// ``isNamed(_:)``. Up to 127 bytes each, where a name has at most 15.
+    ///
+    /// The kernel tells of a change of alternative names only for a link that is up: for one
+    /// that is down it sends no message (`netdev_state_change`), and the change shows with
+    /// the link's next message, at the latest when it goes up.
+    public var alternativeNames: [String]
     /// The link-layer type.
     public var arphrdType: ARPHRDType
     /// The rtnetlink kind (`IFLA_INFO_KIND`: `veth`, `bridge`, `tun`, `wireguard`, `wwan`, ...);
@@ -38,9 +48,11 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
     public init(index: Int32, name: String, arphrdType: ARPHRDType, kind: String? = nil,
                 flags: InterfaceFlags, operState: OperState, carrier: Bool? = nil, mtu: UInt32,
                 hardwareAddress: HardwareAddress? = nil, masterIndex: Int32? = nil,
-                lowerLinkIndex: Int32? = nil, linkNamespaceID: Int32? = nil, group: UInt32 = 0) {
+                lowerLinkIndex: Int32? = nil, linkNamespaceID: Int32? = nil, group: UInt32 = 0,
+                alternativeNames: [String] = []) {
         self.index = index
         self.name = name
+        self.alternativeNames = alternativeNames
         self.arphrdType = arphrdType
         self.kind = kind
         self.flags = flags
@@ -56,6 +68,10 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     /// The interface index.
     public var id: Int32 { index }
+    /// Whether `name` is this link's name or one of its ``alternativeNames``: what the kernel's
+    /// lookups by name (`if_nametoindex`, `dev_get_by_name`) match, so that `fe80::1%enp0s31f6`
+    /// and `fe80::1%eth0` name the same link.
+    public func isNamed(_ name: String) -> Bool { self.name == name || alternativeNames.contains(name) }
     /// Administratively up (`IFF_UP`).
     public var isUp: Bool { flags.contains(.up) }
     /// Up and with a carrier (`IFF_RUNNING`, which the kernel sets from the operational state).

@@ -6,11 +6,12 @@ extension Link {
     /// ports and of the bridge, which describe a link a second time) and for a malformed
     /// message (an attribute that overruns it, or no name).
     ///
-    /// It reads what ``init(libnl:)`` reads from libnl's parse, with libnl's defaults for
-    /// absent attributes (MTU 0, no carrier, operational state unknown), and nothing else:
-    /// the statistics and every address family's block, most of a link message's 1.5 KiB, are
-    /// skipped. The subscription reads link notifications with it, so that the first event of
-    /// a link change is not held up by libnl's parse (BENCHMARKS.md, latency).
+    /// Absent attributes read as libnl reads them (MTU 0, no carrier, operational state
+    /// unknown), and only what a ``Link`` holds is read: the statistics and every address
+    /// family's block, most of a link message's 1.5 KiB, are skipped. Every link the library
+    /// reads, in notifications and in dumps, is read by it: libnl 3.7 does not read alternative
+    /// names, and its parse of the whole message held up the first event of a link change
+    /// (BENCHMARKS.md, latency).
     package init?(message header: UnsafePointer<nlmsghdr>) {
         guard let payload = netlinkPayload(of: header, atLeast: MemoryLayout<ifinfomsg>.size) else { return nil }
         self.init(payload: payload)
@@ -31,6 +32,7 @@ extension Link {
         var kind: String?
         var namespaceID: Int32?
         var group: UInt32 = 0
+        var alternativeNames: [String] = []
         var attributes = RouteAttributes(payload, from: MemoryLayout<ifinfomsg>.size)
         while let (type, value) = attributes.next() {
             switch Int(type) {
@@ -47,6 +49,13 @@ extension Link {
                 var nested = RouteAttributes(value, from: 0)
                 while let (infoType, infoValue) = nested.next() {
                     if Int(infoType) == IFLA_INFO_KIND { kind = infoValue.cString }
+                }
+            case IFLA_PROP_LIST:
+                var nested = RouteAttributes(value, from: 0)
+                while let (propertyType, propertyValue) = nested.next() {
+                    if Int(propertyType) == IFLA_ALT_IFNAME, !propertyValue.isEmpty, propertyValue[0] != 0 {
+                        alternativeNames.append(propertyValue.cString)
+                    }
                 }
             default: break
             }
@@ -66,7 +75,8 @@ extension Link {
             masterIndex: master > 0 && Int32(bitPattern: master) != index ? Int32(bitPattern: master) : nil,
             lowerLinkIndex: lower > 0 ? Int32(bitPattern: lower) : nil,
             linkNamespaceID: namespaceID,
-            group: group)
+            group: group,
+            alternativeNames: alternativeNames)
     }
 }
 

@@ -102,7 +102,7 @@ public struct NetworkState: Sendable, Hashable {
     public var sortedLinks: [Link] { links.values.sorted { $0.index < $1.index } }
 
     /// The link with this name, if any.
-    public func link(named name: String) -> Link? { links.values.first { $0.name == name } }
+    public func link(named name: String) -> Link? { links.values.first { $0.isNamed(name) } }
 
     /// The addresses of one link, IPv4 first, then IPv6, each sorted by address.
     public func addresses(ofLink index: Int32) -> [InterfaceAddress] {

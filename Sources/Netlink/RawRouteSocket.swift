@@ -511,12 +511,74 @@ final class RawRouteSocket {
         }
     }
 
-    /// Sends a dump request of `type`, with `header` as its payload, on the request socket, and
-    /// reads the answer to its end, handing `body` each message of type `answer`.
+    // MARK: Links
+
+    /// The `IFLA_EXT_MASK` of link requests: `RTEXT_FILTER_SKIP_STATS` (Linux 4.20; an older
+    /// kernel ignores it), so that the kernel leaves out the statistics, which no ``Link``
+    /// holds.
+    private static let linkExtensionMask: UInt32 = 1 << 3
+
+    /// Calls `body` with each link of the namespace (an `RTM_GETLINK` dump of family
+    /// `AF_UNSPEC`, read by ``Link/init(message:)``).
+    ///
+    /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump (the caller
+    ///   starts again), or the kernel's error.
+    func forEachLink(_ body: (Link) -> Void) throws(NetlinkError) {
+        try dump(RTM_GETLINK, header: ifinfomsg(), answer: RTM_NEWLINK,
+                 attribute: (UInt16(IFLA_EXT_MASK), Self.linkExtensionMask), context: "link dump") { message in
+            if let link = Link(message: message) { body(link) }
+        }
+    }
+
+    /// The link with index `index` now (`RTM_GETLINK` for it), or nil when there is none
+    /// (`ENODEV`).
+    func link(index: Int32) throws(NetlinkError) -> Link? {
+        let fd = try socketDescriptor()
+        sequence &+= 1
+        let seq = sequence
+        request.reset()
+        request.begin(type: UInt16(RTM_GETLINK), flags: UInt16(NLM_F_REQUEST), sequence: seq)
+        var header = ifinfomsg()
+        header.ifi_index = index
+        request.append(header)
+        request.appendAttribute(UInt16(IFLA_EXT_MASK), Self.linkExtensionMask)
+        request.end()
+        try send(request.bytes, on: fd, context: "send link request")
+        while true {
+            let received = try receive(on: fd, context: "link \(index)")
+            var answered = false
+            var link: Link?
+            try forEachMessage(received) { (header) throws(NetlinkError) in
+                guard header.pointee.nlmsg_seq == seq, !answered else { return }
+                switch Int32(header.pointee.nlmsg_type) {
+                case Int32(RTM_NEWLINK):
+                    guard let read = Link(message: header) else {
+                        throw NetlinkError(code: Int32(NLE_PARSE_ERR), context: "link \(index)")
+                    }
+                    link = read
+                    answered = true
+                case NLMSG_ERROR:
+                    let code = errorCode(of: header)
+                    guard code == ENODEV else {
+                        throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "link \(index)")
+                    }
+                    answered = true
+                default:
+                    break
+                }
+            }
+            if answered { return link }
+        }
+    }
+
+    /// Sends a dump request of `type`, with `header` as its payload and `attribute`, if any,
+    /// after it, on the request socket, and reads the answer to its end, handing `body` each
+    /// message of type `answer`.
     ///
     /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump, or the
     ///   kernel's error.
-    private func dump<Header: BitwiseCopyable>(_ type: Int, header: Header, answer: Int, context: String,
+    private func dump<Header: BitwiseCopyable>(_ type: Int, header: Header, answer: Int,
+                                               attribute: (type: UInt16, value: UInt32)? = nil, context: String,
                                                _ body: (UnsafeMutablePointer<nlmsghdr>) -> Void) throws(NetlinkError) {
         let fd = try socketDescriptor()
         sequence &+= 1
@@ -524,6 +586,7 @@ final class RawRouteSocket {
         request.reset()
         request.begin(type: UInt16(type), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
         request.append(header)
+        if let attribute { request.appendAttribute(attribute.type, attribute.value) }
         request.end()
         try send(request.bytes, on: fd, context: "send \(context)")
         let outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: context) { (message) throws(NetlinkError) -> Bool in

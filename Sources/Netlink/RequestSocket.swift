@@ -10,7 +10,8 @@ final class RequestSocket {
     /// Whether the kernel knows strict dump checking (Linux 4.20+), which lets it filter dumps.
     let strictChecking: Bool
 
-    /// A bare socket for route lookups and early-stopping default-route dumps.
+    /// A bare socket for route lookups, early-stopping default-route dumps, rules, next-hop
+    /// objects and links.
     private let raw: RawRouteSocket
 
     /// Opens and connects a NETLINK_ROUTE socket in the calling thread's namespace, which must
@@ -58,24 +59,19 @@ final class RequestSocket {
 
     deinit { nl_socket_free(handle) }
 
-    /// The links of the namespace, through a libnl link cache.
+    /// The links of the namespace, sorted by index: a dump read from the kernel's bytes
+    /// (``RawRouteSocket/forEachLink(_:)``), asked again while a change interrupts it.
     func links() throws(NetlinkError) -> [Link] {
-        var cache: OpaquePointer?
-        try nlCheck(rtnl_link_alloc_cache(handle, AF_UNSPEC, &cache), "dump links")
-        defer { nl_cache_free(cache) }
         var links: [Link] = []
-        forEachObject(in: cache!) { if let link = Link(libnl: $0) { links.append(link) } }
+        try repeatingInterruptedDumps(restart: { links.removeAll() }) { () throws(NetlinkError) in
+            try raw.forEachLink { links.append($0) }
+        }
         return links.sorted { $0.index < $1.index }
     }
 
     /// The link with index `index` now (`RTM_GETLINK` for it), or nil when there is none.
     func link(index: Int32) throws(NetlinkError) -> Link? {
-        var object: OpaquePointer?
-        let status = rtnl_link_get_kernel(handle, index, nil, &object)
-        if status == -NLE_OBJ_NOTFOUND || status == -NLE_NODEV { return nil }
-        try nlCheck(status, "get link \(index)")
-        defer { rtnl_link_put(object) }
-        return object.flatMap { Link(libnl: $0) }
+        try raw.link(index: index)
     }
 
     /// The interface addresses of the namespace, through a libnl address cache.

@@ -43,7 +43,6 @@ final class SubscriptionEngine: @unchecked Sendable {
     // message on the loop (callgrind, `Benchmarks/profiles/instructions_per_flip.sh`).
     @exclusivity(unchecked) private var manager: OpaquePointer?
     @exclusivity(unchecked) private var eventSocket: OpaquePointer?
-    @exclusivity(unchecked) private var linkCache: OpaquePointer?
     @exclusivity(unchecked) private var addressCache: OpaquePointer?
     @exclusivity(unchecked) private var requests: RequestSocket?
     @exclusivity(unchecked) private var epollDescriptor: Int32 = -1
@@ -259,8 +258,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
     }
 
-    /// Opens the notification socket, the cache manager with its link and address caches, and
-    /// the request socket, all in the calling thread's current namespace.
+    /// Opens the notification socket, the cache manager with its address cache, and the request
+    /// socket, all in the calling thread's current namespace.
     private func openSockets() throws(NetlinkError) {
         guard let socket = nl_socket_alloc() else { throw .noMemory }
         eventSocket = socket
@@ -272,6 +271,9 @@ final class SubscriptionEngine: @unchecked Sendable {
         if rc < 0 { throw NetlinkError(code: abs(rc), systemErrno: errno, context: "create cache manager") }
         manager = created
         setReceiveBuffer(nl_cache_mngr_get_fd(created), size: options.receiveBufferSize)
+        // Groups are joined before the initial dumps, so nothing that changes during them is
+        // missed: it waits in the socket and is applied afterwards.
+        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_LINK.rawValue)), "join link group")
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_ROUTE.rawValue)), "join IPv4 route group")
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_ROUTE.rawValue)), "join IPv6 route group")
         try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_RULE.rawValue)), "join IPv4 rule group")
@@ -279,12 +281,11 @@ final class SubscriptionEngine: @unchecked Sendable {
         // Next-hop objects (Linux 5.3+; an older kernel has no such group and no such routes).
         _ = nl_socket_add_membership(socket, Int32(RTNLGRP_NEXTHOP.rawValue))
         requests = try RequestSocket(namespace: namespace)
-        // The manager joins each cache's groups before it dumps the cache, so nothing that
-        // changes during the dump is missed: it waits in the socket and is applied afterwards.
-        // Link and address notifications are read from their bytes (`linkMessage`,
-        // `addressMessage`); the caches serve the initial dump and the re-reads, so they have no
-        // change callback.
-        try nlCheck(nl_cache_mngr_add(created, "route/link", nil, nil, &linkCache), "add link cache")
+        // The manager joins the address cache's groups before it dumps the cache, as the lines
+        // above do for the others. Address notifications are read from their bytes
+        // (`addressMessage`); the cache serves the initial dump and the re-reads, so it has no
+        // change callback. Links are dumped on the request socket and read from their bytes
+        // too (`linksFromKernel`): libnl 3.7 does not read alternative names.
         try nlCheck(nl_cache_mngr_add(created, "route/addr", nil, nil, &addressCache), "add address cache")
     }
 
@@ -338,7 +339,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     }
 
     private func readInitialState() throws(NetlinkError) {
-        state.links = linksFromCache()
+        state.links = try linksFromKernel()
         state.linkRevision = Self.nextLinkRevision()
         state.addresses = addressesFromCache()
         state.policyRules = try requests!.rules()
@@ -649,10 +650,9 @@ final class SubscriptionEngine: @unchecked Sendable {
         if let change = upsert(address, at: key, in: &state.addresses) { batch.append(.address(change)) }
     }
 
-    /// A link notification, read from the kernel's bytes rather than by libnl's link parser,
-    /// which decodes the whole 1.5 KiB message (statistics, every family's block) before the
-    /// first event can go out. libnl's link cache is then only current after a re-read, which is
-    /// the only time it is consulted (`resynchronize`).
+    /// A link notification, read from the kernel's bytes (``Link/init(message:)``, as the
+    /// dumps are) rather than by libnl's link parser, which decodes the whole 1.5 KiB message
+    /// (statistics, every family's block) before the first event can go out.
     private func linkMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
         if let link = Link(message: header) { applyLink(link, deleted: header.pointee.nlmsg_type == RTM_DELLINK) }
     }
@@ -963,9 +963,9 @@ final class SubscriptionEngine: @unchecked Sendable {
         for _ in 0..<5 {
             drainDescriptor(nl_cache_mngr_get_fd(manager))
             do {
-                try nlCheck(nl_cache_resync(requests!.handle, linkCache, nil, nil), "re-read links")
+                let links = try linksFromKernel()
                 try nlCheck(nl_cache_resync(requests!.handle, addressCache, nil, nil), "re-read addresses")
-                diffLinks(linksFromCache())
+                diffLinks(links)
                 diffAddresses(addressesFromCache())
                 try rereadNexthopObjects()
                 try reread(.defaultRoutes)
@@ -1003,10 +1003,8 @@ final class SubscriptionEngine: @unchecked Sendable {
         batch += replace(state.addresses, with: current, in: &state.addresses).map { .address($0) }
     }
 
-    private func linksFromCache() -> [Int32: Link] {
-        var links: [Int32: Link] = [:]
-        forEachObject(in: linkCache!) { if let link = Link(libnl: $0) { links[link.index] = link } }
-        return links
+    private func linksFromKernel() throws(NetlinkError) -> [Int32: Link] {
+        Dictionary(try requests!.links().map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
     }
 
     private func addressesFromCache() -> [InterfaceAddress.Key: InterfaceAddress] {

@@ -190,6 +190,9 @@ struct EventPrinter: Sendable {
         if old.operState != new.operState { parts.append("operstate \(old.operState)") }
         if old.mtu != new.mtu { parts.append("mtu \(old.mtu)") }
         if old.masterIndex != new.masterIndex { parts.append("master \(old.masterIndex.map(String.init) ?? "none")") }
+        if old.alternativeNames != new.alternativeNames {
+            parts.append("altnames " + (old.alternativeNames.isEmpty ? "none" : old.alternativeNames.joined(separator: " ")))
+        }
         return parts.isEmpty ? "other attributes" : parts.joined(separator: ", ")
     }
 

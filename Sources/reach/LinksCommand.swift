@@ -37,6 +37,7 @@ struct LinksCommand: ParsableCommand {
                 out.beginObject()
                 link.writeJSONSummaryFields(classification, to: &out)
                 out.key("addresses"); out.value(names: state.addresses(ofLink: link.index).map(\.cidr))
+                out.key("altnames"); out.value(names: link.alternativeNames)
                 out.endObject()
             }
             out.endArray()
@@ -47,6 +48,7 @@ struct LinksCommand: ParsableCommand {
         for (link, classification) in links {
             let condition = link.isRunning ? "running" : link.isUp ? "up, no carrier" : "down"
             Output.line("\(link.index): \(link.name)  \(classification)  \(condition)  operstate \(link.operState)")
+            for name in link.alternativeNames { Output.line("    altname \(name)") }
             for address in state.addresses(ofLink: link.index) {
                 Output.line("    \(address.cidr)  scope \(address.scope)")
             }

@@ -5,7 +5,7 @@ import Reachability
 extension Link {
     /// Writes the link with the classifier's answer: `type`, `kind` (a ``LinkKind``),
     /// `infoKind` (the rtnetlink kind), `expensive`, `transient`, `virtual`, `constrained` and
-    /// `evidence`. Written straight into the line's bytes, as routes are: building it as a
+    /// `evidence`, then the link's own fields, its alternative names (`altnames`) last. Written straight into the line's bytes, as routes are: building it as a
     /// ``JSON`` tree first cost `reach events` a third of its instructions per link flip.
     func writeJSON(_ classification: LinkClassification, to out: inout JSONWriter) {
         out.beginObject()
@@ -18,6 +18,7 @@ extension Link {
         out.key("link"); out.value(lowerLinkIndex)
         out.key("linkNetnsid"); out.value(linkNamespaceID)
         out.key("group"); out.value(group)
+        out.key("altnames"); out.value(names: alternativeNames)
         out.endObject()
     }
 }

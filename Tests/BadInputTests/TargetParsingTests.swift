@@ -43,15 +43,16 @@ struct TargetParsingTests {
         }
     }
 
-    /// The oracle of scoped addresses: an IPv6 literal in fe80::/10, `%`, then 1 to 15 bytes of
+    /// The oracle of scoped addresses: an IPv6 literal in fe80::/10, `%`, then 1 to 127 bytes of
     /// printable ASCII other than `/`, `:` and `%`, and not `.` or `..` (the kernel's
-    /// `dev_valid_name`; a `%` makes the kernel number the name).
+    /// `dev_valid_name`, where a `%` makes the kernel number the name; a link's name has at most
+    /// 15 bytes, an alternative name 127).
     static func scopedLinkLocal(_ text: String) -> (IPAddress, String)? {
         let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, let address = IPv6Address(String(parts[0])), address.octets[0] == 0xfe,
               address.octets[1] & 0xc0 == 0x80 else { return nil }
         let scope = String(parts[1])
-        guard (1...15).contains(scope.utf8.count), scope != ".", scope != "..",
+        guard (1...127).contains(scope.utf8.count), scope != ".", scope != "..",
               scope.unicodeScalars.allSatisfy({ (0x21...0x7e).contains($0.value) && $0 != "/" && $0 != ":" && $0 != "%" }) else { return nil }
         return (.v6(address), scope)
     }
@@ -62,7 +63,8 @@ struct TargetParsingTests {
         "", ".", "..", "a", "a.", "a..", ".a", "a..b", "-a", "a-", "a-b", "_a", "a_b", "1", "1.2.3", "1.2.3.4", "127.1", "010.0.0.1",
         "999.1.1.1", "0x7f.1", "0X7F", "0x", "a.123", "1.2.3.4.5", "1e100.net", "a.0x1f", "0x7f.a",
         "1.2.3.4.", "256.1.1.1", "::1", "[::1]", "[::1", "fe80::1%eth0", "fe80::1%2", "fe80::1%", "fe80::1%a/b", "fe80::1%..",
-        "fe80::1%" + String(repeating: "e", count: 16), "fe80::1%eth0%1", "2001:db8::1%eth0", "10.0.0.1%eth0", "%eth0", "example.com", "EXAMPLE.COM.",
+        "fe80::1%" + String(repeating: "e", count: 16), "fe80::1%" + String(repeating: "e", count: 127),
+        "fe80::1%" + String(repeating: "e", count: 128), "fe80::1%eth0%1", "2001:db8::1%eth0", "10.0.0.1%eth0", "%eth0", "example.com", "EXAMPLE.COM.",
         "exa mple.com", " example.com", "example.com ", "exa\tmple", "exa\u{0}mple", "example.com\u{0}",
         "exa\u{7f}mple", "exa\nmple", "exa\r\nmple", "bücher.example", "xn--bcher-kva.example", "例え.jp",
         "e\u{301}xample", "a\u{2028}b", "a\u{85}b", "a\u{1b}[31mred", "a/b", "a:b", "a@b", "a%b", "*.example",
@@ -88,6 +90,10 @@ struct TargetParsingTests {
         }
         #expect(try ReachabilityTarget(parsing: "1e100.net") == .host("1e100.net"))
         #expect(try ReachabilityTarget(parsing: "a.0x1f") == .host("a.0x1f"))
+        // A scope may be an alternative name, up to 127 bytes; 128 is more than the kernel allows.
+        let longest = String(repeating: "e", count: 127)
+        #expect(try ReachabilityTarget(parsing: "fe80::1%" + longest) == .scopedAddress(IPAddress("fe80::1")!, interface: longest))
+        #expect(throws: ReachabilityError.invalidTarget("fe80::1%" + longest + "e")) { try ReachabilityTarget(parsing: "fe80::1%" + longest + "e") }
     }
 
     @Test func randomASCIIIsParsedOrRefused() async {

@@ -3,10 +3,10 @@ import Netlink
 import NetnsTestSupport
 import Testing
 
-/// The subscription reads link notifications itself (`Link(message:)`), not through libnl's
-/// parser; libnl still reads every dump. The two must agree: after each step of a tour of link
-/// kinds and changes, the links the subscription built from notifications equal a fresh libnl
-/// dump of the same namespace, field by field.
+/// The subscription reads link notifications itself (`Link(message:)`), as the dumps are read.
+/// The two must agree: after each step of a tour of link kinds and changes, the links the
+/// subscription built from notifications equal a fresh dump of the same namespace, field by
+/// field; and what a dump reads must be what `ip -j link show` prints.
 @Suite("Link messages read from the kernel's bytes", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct LinkMessageTests {
     @Test func notificationsAgreeWithLibnlDumpsThroughATourOfLinks() throws {
@@ -25,6 +25,10 @@ struct LinkMessageTests {
             ("mtu, address, rename", ["link set i0 mtu 1400", "link set va address 02:00:00:00:00:07",
                                       "link set vx0 down", "link set vx0 name vxlan5", "link set vxlan5 up"]),
             ("interface groups", ["link set i0 group 7", "link set va group 42"]),
+            // While both are up: the kernel tells of a down link's new names only with its next
+            // message (`netdev_state_change` sends none for a link that is down).
+            ("alternative names", ["link property add dev va altname uplink0 altname \(Self.longName)",
+                                   "link property add dev vb altname peer0", "link property del dev va altname uplink0"]),
             ("down and carrier loss", ["link set va down", "link set vb down"]),
             ("port leaves the bridge", ["link set vb nomaster"]),
             ("a veth whose peer is in another namespace", ["link add vx type veth peer name vy netns \(elsewhere.name)"]),
@@ -36,6 +40,32 @@ struct LinkMessageTests {
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil && $0.lowerLinkIndex != nil })
         #expect(links.contains { $0.name == "va" && $0.group == 42 }, "the interface group is read")
         #expect(links.allSatisfy { $0.name == "va" || $0.group == 0 }, "the others in the default group (i0, in group 7, was deleted)")
+        #expect(links.first { $0.name == "va" }?.alternativeNames == [Self.longName], "the alternative name left, not the one deleted")
+        #expect(subscription.state.link(named: "peer0")?.name == "vb")
+    }
+
+    /// An alternative name as long as the kernel allows (`ALTIFNAMSIZ` less its NUL).
+    static let longName = "enp0s20f0u10u4u2c2i" + String(repeating: "x", count: 108)
+
+    /// What a dump reads of each link's alternative names is what iproute2 prints, in its order.
+    @Test func alternativeNamesAreReadAsIproute2ShowsThem() throws {
+        let ns = try TestNamespace("altnames")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link add i0 type ifb",
+                      "link property add dev va altname first0 altname \(Self.longName) altname third0",
+                      "link property add dev vb altname second0", "link property del dev va altname third0"])
+        let links = try NetlinkConnection(namespace: .named(ns.name)).links()
+        let shown = try ns.ipJSON("link", "show")
+        #expect(shown.count == links.count && links.count == 4)
+        for object in shown {
+            let name = try #require(object["ifname"] as? String)
+            #expect(links.first { $0.name == name }?.alternativeNames == object["altnames"] as? [String] ?? [], "\(name)")
+        }
+        #expect(links.first { $0.name == "va" }?.alternativeNames == ["first0", Self.longName])
+        #expect(links.first { $0.name == "i0" }?.alternativeNames == [])
+        #expect(links.first { $0.isNamed("second0") }?.name == "vb")
+        #expect(links.first { $0.isNamed(Self.longName) }?.name == "va")
+        #expect(links.first { $0.isNamed("third0") } == nil)
     }
 
     @Test func truncatedAndCorruptedLinkMessagesNeverOverrun() throws {

@@ -29,8 +29,9 @@ struct LinksAndEventsTests {
                 "address add 10.2.0.1/24 dev br0", "address add 10.3.0.1/24 dev mv0",
                 "address add 2001:db8:3::1/64 dev mv0 nodad", "address add 10.4.0.1 peer 10.4.0.2/32 dev tun0",
             ])
-            // A name with a quote and a backslash, which the JSON must escape.
+            // A name with a quote and a backslash, which the JSON must escape; alternative names.
             try ns.ip("link", "add", "q\"b\\s", "type", "veth", "peer", "name", "qpeer")
+            try ns.ip("link", "property", "add", "dev", "veth0", "altname", "uplink0", "altname", "q\\\"alt")
             try waitUntilLinksSettle(ns)
             let result = try reach("links", "--json", "--netns", ns.name)
             #expect(result.status == 0, "\(result.error)")
@@ -46,7 +47,8 @@ struct LinksAndEventsTests {
                 #expect(link["running"] as? Bool == (flags.contains("UP") && !flags.contains("NO-CARRIER")), "\(entry["ifname"]!)")
                 let addresses = (entry["addr_info"] as? [[String: Any]] ?? []).map { "\($0["local"]!)/\($0["prefixlen"]!)" }
                 #expect(Set(link["addresses"] as? [String] ?? []) == Set(addresses), "\(entry["ifname"]!)")
-                for key in ["name", "index", "type", "kind", "arphrd", "operState", "up", "running", "expensive", "addresses"] {
+                #expect(link["altnames"] as? [String] == entry["altnames"] as? [String] ?? [], "\(entry["ifname"]!)")
+                for key in ["name", "index", "type", "kind", "arphrd", "operState", "up", "running", "expensive", "addresses", "altnames"] {
                     #expect(link.keys.contains(key), "field \(key)")
                 }
             }
@@ -54,6 +56,9 @@ struct LinksAndEventsTests {
             #expect(links.first { $0["name"] as? String == "br0" }?["kind"] as? String == "bridge")
             #expect(links.first { $0["name"] as? String == "mv0" }?["kind"] as? String == "macvlan")
             #expect(links.first { $0["name"] as? String == "tun0" }?["kind"] as? String == "tun")
+            #expect(links.first { $0["name"] as? String == "veth0" }?["altnames"] as? [String] == ["uplink0", "q\\\"alt"])
+            let text = try reach("links", "--netns", ns.name)
+            #expect(text.output.contains("veth0  ") && text.output.contains("\n    altname uplink0\n"), "\(text.output)")
         }
     }
 
@@ -171,7 +176,7 @@ struct LinksAndEventsTests {
     @Test func eventsJSONLinksCarryEveryFieldByteForByte() async throws {
         try await withTestNamespace("clilinks") { ns in
             try ns.batch(["link add va address 02:00:00:00:00:0a type veth peer name vb address 02:00:00:00:00:0b",
-                          "link set va up"])
+                          "link property add dev va altname uplink0 altname alt.1", "link set va up"])
             // The kernel's link watch sets va's operational state a moment later (up to a
             // second on a busy machine): the snapshot and the change below must both see it set.
             #expect(eventually { (try? ns.ipJSON("link", "show", "va").first?["operstate"] as? String) == "LOWERLAYERDOWN" })
@@ -185,7 +190,7 @@ struct LinksAndEventsTests {
             let classification = #""type":"other","kind":"veth","infoKind":"veth","expensive":false,"transient":false,"virtual":true,"constrained":false,"evidence":"IFLA_INFO_KIND veth","arphrd":1"#
             func vaJSON(mtu: Int) -> String {
                 #"{"name":"va","index":VA,"#.replacingOccurrences(of: "VA", with: "\(va)") + classification
-                    + #","operState":"lowerLayerDown","up":true,"running":false,"flags":["up","broadcast","multicast"],"carrier":false,"mtu":MTU,"hardwareAddress":"02:00:00:00:00:0a","master":null,"link":VB,"linkNetnsid":null,"group":0}"#
+                    + #","operState":"lowerLayerDown","up":true,"running":false,"flags":["up","broadcast","multicast"],"carrier":false,"mtu":MTU,"hardwareAddress":"02:00:00:00:00:0a","master":null,"link":VB,"linkNetnsid":null,"group":0,"altnames":["uplink0","alt.1"]}"#
                     .replacingOccurrences(of: "MTU", with: "\(mtu)").replacingOccurrences(of: "VB", with: "\(vb)")
             }
             let changed = events.lines.withLock { $0.first { $0.contains("\"event\":\"changed\",\"object\":\"link\"") && $0.contains("\"mtu\":1400") } }
@@ -205,6 +210,12 @@ struct LinksAndEventsTests {
         #expect(events.waitForLine(containing: "synchronized"))
         try ns.ip("link", "add", "veth0", "type", "veth", "peer", "name", "veth1")
         #expect(events.waitForLine(containing: "new link", "veth0"))
+        // Up: the kernel tells of a new alternative name only for a link that is up.
+        try ns.ip("link", "set", "veth0", "up")
+        try ns.ip("link", "property", "add", "dev", "veth0", "altname", "uplink0")
+        #expect(events.waitForLine(containing: "changed link", "veth0", "(was altnames none)"))
+        try ns.ip("link", "property", "del", "dev", "veth0", "altname", "uplink0")
+        #expect(events.waitForLine(containing: "changed link", "veth0", "(was altnames uplink0)"))
         ns.delete()
         #expect(events.exitStatus() == 2, "a deleted namespace ends `reach events` with status 2")
     }

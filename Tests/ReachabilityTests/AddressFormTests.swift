@@ -189,4 +189,42 @@ struct ScopedAddressTests {
         try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
         #expect(eventually { deliveries.last?.isReachable == true && deliveries.last?.interface?.name == "v0" })
     }
+
+    /// A scope may be one of the link's alternative names, as for the kernel's lookups by name
+    /// (`ping fe80::1%enp0s31f6`), including one longer than a link's name can be (udev gives
+    /// its longer predictable names only as alternative names).
+    @Test func aScopeMayBeAnAlternativeNameOfTheLink() async throws {
+        let ns = try TestNamespace("scope4")
+        defer { ns.delete() }
+        let long = "enp0s20f0u10u4u2c2i" + String(repeating: "x", count: 40)
+        try ns.batch(["link add v0 type veth peer name v1", "link add p0 type veth peer name p1",
+                      "link set v0 up", "link set v1 up", "link set p0 up", "link set p1 up",
+                      "link property add dev p0 altname uplink0 altname \(long)"])
+        #expect(eventually { (try? ns.ip("-6", "route", "show", "dev", "p0"))?.contains("fe80::/64") == true })
+        let probe = try ReachabilityProbe(namespace: try .named(ns.name))
+        for scope in ["uplink0", long] {
+            let target = try ReachabilityTarget(parsing: "fe80::1%\(scope)")
+            #expect(target == .scopedAddress(IPAddress("fe80::1")!, interface: scope))
+            let (answer, _) = try await probe.answer(for: target)
+            #expect(answer.flags == [.reachable, .isDirect] && answer.interface?.name == "p0", "\(scope): \(answer)")
+        }
+        #expect(try await probe.answer(for: .scopedAddress(IPAddress("fe80::1")!, interface: "uplink1")).answer.reason == .linkMissing)
+    }
+
+    /// A monitor whose scope is no link's name yet is answered "link missing", and follows the
+    /// link that is given that name as an alternative one, and that loses it.
+    @Test func aMonitorFollowsAnAlternativeNameAsItComesAndGoes() throws {
+        let ns = try TestNamespace("scope5")
+        defer { ns.delete() }
+        try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
+        let monitor = try Reachability(target: .scopedAddress(IPAddress("fe80::1")!, interface: "uplink0"),
+                                       namespace: .named(ns.name))
+        let deliveries = Deliveries.listening(to: monitor)
+        defer { monitor.stopListening() }
+        #expect(eventually { deliveries.last?.reason == .linkMissing })
+        try ns.ip("link", "property", "add", "dev", "v0", "altname", "uplink0")
+        #expect(eventually { deliveries.last?.isReachable == true && deliveries.last?.interface?.name == "v0" })
+        try ns.ip("link", "property", "del", "dev", "v0", "altname", "uplink0")
+        #expect(eventually { deliveries.last?.reason == .linkMissing })
+    }
 }

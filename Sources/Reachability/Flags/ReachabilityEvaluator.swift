@@ -33,8 +33,9 @@ public enum ReachabilityEvaluator {
     }
 
     /// The answer for `address`, which `lookup` gets from the kernel's route through the output
-    /// link it is given (nil: any), as a socket would send: through the link `scope` names (a
-    /// name, else an index in decimal, as `getaddrinfo` reads `fe80::1%2`), if there is a scope.
+    /// link it is given (nil: any), as a socket would send: through the link `scope` names (its
+    /// name or one of its alternative names, else an index in decimal, as `getaddrinfo` reads
+    /// `fe80::1%2`), if there is a scope.
     /// Without one, an IPv6 link-local address (`fe80::/10`) is not asked for: `connect(2)`
     /// refuses it (`EINVAL`), whatever the routes. A scope that names no link is `linkMissing`;
     /// no route through a link that is down is `linkDown`.
@@ -46,7 +47,7 @@ public enum ReachabilityEvaluator {
             if address.needsScope { return .notReachable(.scopeRequired, address: address) }
             return try lookup(nil)
         }
-        guard let link = links.values.first(where: { $0.name == scope }) ?? Int32(scope).flatMap({ links[$0] }) else {
+        guard let link = links.values.first(where: { $0.isNamed(scope) }) ?? Int32(scope).flatMap({ links[$0] }) else {
             return .notReachable(.linkMissing, address: address)
         }
         var answer = try lookup(link.index)

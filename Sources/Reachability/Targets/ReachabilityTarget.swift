@@ -19,11 +19,11 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// userInfo holds the monitor's target.
     indirect case addressPair(local: IPAddress, remote: IPAddress)
     /// An IPv6 link-local address on one link (`fe80::1%eth0`): the kernel's lookup through
-    /// that link (a socket's `sin6_scope_id`). `interface` is the link's name, or its index in
-    /// decimal when no link has that name (not one of its alternative names, `ip link property
-    /// add altname`, which `if_nametoindex` knows but the library's links do not carry); a link
-    /// that is missing is answered as such, and the
-    /// answer follows the link when it comes back. A link-local address without a scope is not
+    /// that link (a socket's `sin6_scope_id`). `interface` is the link's name or one of its
+    /// alternative names (`ip link property add dev eth0 altname enp0s31f6`; both are names
+    /// `if_nametoindex` knows), or its index in decimal when no link has that name; a link that
+    /// is missing is answered as such, and the answer follows the link when it comes back, or
+    /// when a link is given that name. A link-local address without a scope is not
     /// reachable (``UnreachableReason/scopeRequired``): a socket cannot send to it.
     indirect case scopedAddress(IPAddress, interface: String)
 
@@ -77,12 +77,16 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether `name` can name a Linux link (the kernel's `dev_valid_name`): 1 to 15 bytes, not
-    /// `.` or `..`, without `/`, `:` or white space, and without `%` (which the kernel takes as
-    /// the `%d` of a name to number); printable ASCII here.
+    /// Whether `name` can name a Linux link (the kernel's `dev_valid_name`): not `.` or `..`,
+    /// without `/`, `:` or white space, and without `%` (which the kernel takes as the `%d` of a
+    /// name to number); printable ASCII here. 1 to 127 bytes: a link's name has at most 15
+    /// (`IFNAMSIZ`), one of its alternative names at most 127 (`ALTIFNAMSIZ`), and udev gives
+    /// the longer predictable names only as alternative names. The kernel does not hold
+    /// alternative names to `dev_valid_name` (it takes `a:b`, `.` or `x%d`): such a name is no
+    /// scope here, and the link's index is.
     static func isValidInterfaceName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
-        guard (1...15).contains(bytes.count), name != ".", name != ".." else { return false }
+        guard (1...127).contains(bytes.count), name != ".", name != ".." else { return false }
         return bytes.allSatisfy { byte in
             byte > 0x20 && byte < 0x7f && byte != UInt8(ascii: "/") && byte != UInt8(ascii: ":") && byte != UInt8(ascii: "%")
         }
