@@ -57,12 +57,15 @@ struct ClassificationTests {
     @Test func constrainedLinksComeFromTheEnvironment() throws {
         let namespace = try TestNamespace("cliconstr")
         defer { namespace.delete() }
-        try namespace.batch(["link add usb0 type veth peer name eth9"])
-        let result = try run(["env", "REACH_CONSTRAINED_LINKS=usb*", reachBinary, "links", "--json", "--netns", namespace.name], check: false)
+        try namespace.batch(["link add usb0 type veth peer name eth9", "link add lan0 type veth peer name lan1",
+                             "link property add dev lan0 altname enx020000000001"])
+        let result = try run(["env", "REACH_CONSTRAINED_LINKS=usb*,enx02*", reachBinary, "links", "--json", "--netns", namespace.name], check: false)
         #expect(result.status == 0, "\(result.error)")
         let links = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
         #expect(links.first { $0["name"] as? String == "usb0" }?["constrained"] as? Bool == true)
         #expect(links.first { $0["name"] as? String == "eth9" }?["constrained"] as? Bool == false)
+        #expect(links.first { $0["name"] as? String == "lan0" }?["constrained"] as? Bool == true, "by its alternative name")
+        #expect(links.first { $0["name"] as? String == "lan1" }?["constrained"] as? Bool == false)
 
         let bad = try run(["env", "REACH_CONSTRAINED_LINKS=type:fast", reachBinary, "links", "--netns", namespace.name], check: false)
         #expect(bad.status == 2)

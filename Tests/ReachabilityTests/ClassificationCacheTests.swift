@@ -149,6 +149,19 @@ struct ClassificationCacheTests {
         #expect(answers[3]?.isConstrained == false)
     }
 
+    /// A name rule matches an alternative name too (udev's longer predictable names are often
+    /// only that), and a kept classification follows a change of them.
+    @Test func aNameRuleMatchesAlternativeNamesAndFollowsTheirChanges() throws {
+        let cache = LinkClassificationCache(source: .tree(root: "/nonexistent"),
+                                            policy: try ConstrainedLinkPolicy(parsing: "enx02*"))
+        var usb = link(2, "eth1")
+        #expect(cache.classifications(of: [usb])[2]?.isConstrained == false)
+        usb.alternativeNames = ["enp0s20f0u1", "enx020000000001"]
+        #expect(cache.classifications(of: [usb])[2]?.isConstrained == true)
+        usb.alternativeNames = ["enp0s20f0u1"]
+        #expect(cache.classifications(of: [usb])[2]?.isConstrained == false)
+    }
+
     /// `/sys` shows the root namespace's links; the live source mounts the namespace's own.
     @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
     func liveSourceReadsTheNamespacesOwnSysfs() throws {

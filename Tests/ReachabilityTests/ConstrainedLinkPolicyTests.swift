@@ -19,6 +19,9 @@ struct ConstrainedLinkPolicyTests {
         #expect(policy.isConstrained(name: "bnep0", type: .other, kind: .bluetooth))
         #expect(try ConstrainedLinkPolicy(parsing: " \n# nothing\n").rules.isEmpty)
         #expect(!ConstrainedLinkPolicy.none.isConstrained(name: "wwan0", type: .cellular, kind: .wwan))
+        // A name pattern matches any of a link's names, as systemd-networkd's `Name=` does.
+        #expect(policy.isConstrained(name: "eth1", alternativeNames: ["enp0s20f0u1", "wwan7"], type: .other, kind: .other))
+        #expect(!policy.isConstrained(name: "eth1", alternativeNames: ["enp0s20f0u1"], type: .other, kind: .other))
     }
 
     @Test func rejectsUnknownTypesAndKindsWithTheEntry() {

@@ -9,7 +9,9 @@ import Foundation
 /// leaves through that link, as ``LinkClassification/isExpensive`` is inherited. Rules are written
 /// as text, one per entry, separated by commas, whitespace or new lines, with `#` comments:
 ///
-/// - `NAME-PATTERN`: a shell pattern on the link name (`wwan*`, `usb0`, `wlx00c0ca*`);
+/// - `NAME-PATTERN`: a shell pattern on the link's name or any of its alternative names
+///   (`wwan*`, `usb0`, `wlx00c0ca*`), as systemd-networkd's `Name=` matches: udev's longer
+///   predictable names (`enx00e04c680001`, `wlp0s20f0u2`) are often alternative names only;
 /// - `type:TYPE`: every link of an ``InterfaceType`` (`type:cellular`);
 /// - `kind:KIND`: every link of a ``LinkKind`` (`kind:bluetooth`).
 ///
@@ -19,7 +21,8 @@ import Foundation
 public struct ConstrainedLinkPolicy: Sendable, Hashable {
     /// One rule.
     public enum Rule: Sendable, Hashable, CustomStringConvertible {
-        /// Links whose name matches a shell pattern (`fnmatch(3)`).
+        /// Links whose name, or one of whose alternative names, matches a shell pattern
+        /// (`fnmatch(3)`).
         case name(String)
         /// Links of this type.
         case type(InterfaceType)
@@ -98,11 +101,13 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
         return try ConstrainedLinkPolicy(parsing: String(decoding: data, as: UTF8.self), source: path)
     }
 
-    /// Whether a link with this name, type and kind is constrained.
-    public func isConstrained(name: String, type: InterfaceType, kind: LinkKind) -> Bool {
+    /// Whether a link with this name, these alternative names, this type and this kind is
+    /// constrained.
+    public func isConstrained(name: String, alternativeNames: [String] = [], type: InterfaceType, kind: LinkKind) -> Bool {
         rules.contains { rule in
             switch rule {
-            case .name(let pattern): return fnmatch(pattern, name, 0) == 0
+            case .name(let pattern):
+                return fnmatch(pattern, name, 0) == 0 || alternativeNames.contains { fnmatch(pattern, $0, 0) == 0 }
             case .type(let ruleType): return ruleType == type
             case .kind(let ruleKind): return ruleKind == kind
             }

@@ -182,7 +182,8 @@ public enum LinkClassifier {
                     }
                 }
             }
-            answer.isConstrained = inheritsConstraint || policy.isConstrained(name: link.name, type: answer.type, kind: answer.kind)
+            answer.isConstrained = inheritsConstraint || policy.isConstrained(name: link.name, alternativeNames: link.alternativeNames,
+                                                                                     type: answer.type, kind: answer.kind)
             if isComplete { complete[index] = answer }
             return (answer, isComplete)
         }

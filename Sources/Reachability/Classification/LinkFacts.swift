@@ -27,11 +27,14 @@ public struct LinkFacts: Sendable, Hashable {
     public var lowerLinkIndex: Int32?
     /// The sysfs facts; ``SysfsFacts/absent`` when sysfs was not read.
     public var sysfs: SysfsFacts
+    /// The link's alternative names (`Link.alternativeNames`), which a
+    /// ``ConstrainedLinkPolicy`` name rule matches as it matches the name.
+    public var alternativeNames: [String]
 
     /// Facts as given.
     public init(index: Int32, name: String, arphrdType: ARPHRDType, kind: String? = nil,
                 flags: InterfaceFlags = [], masterIndex: Int32? = nil, lowerLinkIndex: Int32? = nil,
-                sysfs: SysfsFacts = .absent) {
+                sysfs: SysfsFacts = .absent, alternativeNames: [String] = []) {
         self.index = index
         self.name = name
         self.arphrdType = arphrdType
@@ -40,6 +43,7 @@ public struct LinkFacts: Sendable, Hashable {
         self.masterIndex = masterIndex
         self.lowerLinkIndex = lowerLinkIndex
         self.sysfs = sysfs
+        self.alternativeNames = alternativeNames
     }
 
     /// The facts of a live link. A lower link in another namespace (the peer of a veth that was
@@ -47,7 +51,8 @@ public struct LinkFacts: Sendable, Hashable {
     public init(link: Link, sysfs: SysfsFacts = .absent) {
         self.init(index: link.index, name: link.name, arphrdType: link.arphrdType, kind: link.kind,
                   flags: Self.describingFlags(of: link), masterIndex: link.masterIndex,
-                  lowerLinkIndex: Self.lowerLinkIndex(of: link), sysfs: sysfs)
+                  lowerLinkIndex: Self.lowerLinkIndex(of: link), sysfs: sysfs,
+                  alternativeNames: link.alternativeNames)
     }
 
     /// What a live link's flags say it is (``describingFlags``).
@@ -71,6 +76,8 @@ public struct LinkFacts: Sendable, Hashable {
         var flags: InterfaceFlags
         var masterIndex: Int32?
         var lowerLinkIndex: Int32?
+        /// Empty for most links: the empty array, compared without touching a reference count.
+        var alternativeNames: [String]
 
         /// Whether `link` has these rtnetlink facts, as ``LinkFacts/init(link:sysfs:)`` reads
         /// them. Field by field on concrete types: an `Optional<RtnetlinkKey>` compared with `==`
@@ -78,7 +85,7 @@ public struct LinkFacts: Sendable, Hashable {
         func matches(_ link: Link) -> Bool {
             index == link.index && arphrdType == link.arphrdType && masterIndex == link.masterIndex
                 && flags == LinkFacts.describingFlags(of: link) && lowerLinkIndex == LinkFacts.lowerLinkIndex(of: link)
-                && name == link.name && kind == link.kind
+                && name == link.name && kind == link.kind && alternativeNames == link.alternativeNames
         }
 
         /// The key of facts: the key of any link whose facts these are.
@@ -90,6 +97,7 @@ public struct LinkFacts: Sendable, Hashable {
             flags = facts.flags
             masterIndex = facts.masterIndex
             lowerLinkIndex = facts.lowerLinkIndex
+            alternativeNames = facts.alternativeNames
         }
     }
 
