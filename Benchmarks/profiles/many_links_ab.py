@@ -21,7 +21,7 @@ old, new = sys.argv[1], sys.argv[2]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 runs = int(sys.argv[4]) if len(sys.argv) > 4 else 15
 builds = {"old": old, "new": new}
-ns = f"rtmany{os.getpid()}"
+ns = f"rt{os.getpid()}-many"   # removable by scripts/remove-stale-namespaces.sh
 
 
 def build_namespace():

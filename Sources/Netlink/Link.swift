@@ -7,8 +7,9 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The link's alternative names (`IFLA_ALT_IFNAME` in `IFLA_PROP_LIST`; `ip link property
     /// add dev eth0 altname enp0s31f6`, and udev's predictable names since systemd 245), in the
     /// kernel's order; empty when it has none. The kernel finds a link by any of its names
-    /// (`if_nametoindex`, `ip link show`, a socket's scope), and no two links share one: see
-    /// ``isNamed(_:)``. Up to 127 bytes each, where a name has at most 15.
+    /// (`ip link show`, `SIOCGIFINDEX`), and no two links share one: see ``isNamed(_:)``. Up to
+    /// 127 bytes each, where a name has at most 15; glibc's `if_nametoindex`, and so
+    /// `getaddrinfo`'s scopes (`fe80::1%name`), take names of up to 15 bytes only.
     ///
     /// The kernel tells of a change of alternative names only for a link that is up: for one
     /// that is down it sends no message (`netdev_state_change`), and the change shows with
@@ -69,8 +70,8 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The interface index.
     public var id: Int32 { index }
     /// Whether `name` is this link's name or one of its ``alternativeNames``: what the kernel's
-    /// lookups by name (`if_nametoindex`, `dev_get_by_name`) match, so that `fe80::1%enp0s31f6`
-    /// and `fe80::1%eth0` name the same link.
+    /// lookups by name (`dev_get_by_name`, behind `SIOCGIFINDEX` and netlink's `IFLA_IFNAME`)
+    /// match, so that `fe80::1%enp0s31f6` and `fe80::1%eth0` name the same link.
     public func isNamed(_ name: String) -> Bool { self.name == name || alternativeNames.contains(name) }
     /// Administratively up (`IFF_UP`).
     public var isUp: Bool { flags.contains(.up) }

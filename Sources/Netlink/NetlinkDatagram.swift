@@ -28,7 +28,9 @@ func forEachNetlinkMessage<Failure: Error>(in datagram: UnsafeMutableRawBufferPo
 }
 
 /// The largest dump datagram the kernel fills (`SKB_WITH_OVERHEAD(32768)` in `netlink_recvmsg`),
-/// rounded up: a read into this many bytes is never cut short.
+/// rounded up: a read into this many bytes is never cut short, but in a link dump, whose
+/// datagrams are as large as its largest link message (`rtnl_calcit`; over 64 KiB for a link
+/// with hundreds of alternative names: see `RawRouteSocket`, whose reads grow their buffer).
 let largestDumpDatagram = 32 * 1024
 
 /// Makes the kernel fill this socket's dump datagrams to the largest size from the first one on.

@@ -101,8 +101,12 @@ public struct NetworkState: Sendable, Hashable {
     /// The links, sorted by index.
     public var sortedLinks: [Link] { links.values.sorted { $0.index < $1.index } }
 
-    /// The link with this name, if any.
-    public func link(named name: String) -> Link? { links.values.first { $0.isNamed(name) } }
+    /// The link with this name, else the one with this alternative name, if any. The kernel
+    /// gives each name to one link, but it does not tell of an alternative name that a link
+    /// lost while down (see ``Link/alternativeNames``): a link's own name wins.
+    public func link(named name: String) -> Link? {
+        links.values.first { $0.name == name } ?? links.values.first { $0.alternativeNames.contains(name) }
+    }
 
     /// The addresses of one link, IPv4 first, then IPv6, each sorted by address.
     public func addresses(ofLink index: Int32) -> [InterfaceAddress] {

@@ -18,12 +18,14 @@ func repeatingInterruptedDumps(restart: () -> Void, _ dump: () throws(NetlinkErr
 }
 
 /// Bare NETLINK_ROUTE sockets for the requests where libnl's one-message-at-a-time machinery
-/// costs more than the kernel's work: default-route dumps that stop early, and route lookups
-/// sent in batches. Messages are parsed from the kernel's bytes (`Route(message:)`), and only
-/// the ones that matter.
+/// costs more than the kernel's work, or where libnl does not read what is asked: default-route
+/// dumps that stop early, route lookups sent in batches, rules, next-hop objects, and links
+/// (libnl 3.7 does not read alternative names). Messages are parsed from the kernel's bytes
+/// (`Route(message:)`, `Link(message:)`, ...), and only the ones that matter.
 ///
-/// Two sockets: one for lookups, rule dumps and dumps read to their end, and one for IPv4
-/// default-route dumps, which stop early (see ``forEachDefaultRoute(family:filter:_:)``).
+/// Two sockets: one for lookups, link, rule and next-hop dumps and other dumps read to their
+/// end, and one for IPv4 default-route dumps, which stop early (see
+/// ``forEachDefaultRoute(family:filter:_:)``).
 ///
 /// Not thread-safe: its owner serialises every use, like ``RequestSocket``. That serialisation
 /// is the exclusive access that run-time checks would verify on each lookup, so its stored
@@ -77,7 +79,9 @@ final class RawRouteSocket {
     /// The request being built; its storage is kept from one request to the next.
     @exclusivity(unchecked) private var request = RequestBuilder()
 
-    /// The size of the receive buffer: the kernel fills dump datagrams up to 32 KiB.
+    /// The size of the receive buffer at first: the kernel fills dump datagrams up to 32 KiB,
+    /// and a link dump's up to the size of its largest link message (see `receive`, which
+    /// grows the buffer for a larger one).
     private static let bufferSize = 64 * 1024
 
     /// At least what the first datagram of a new socket's first dump holds: `NLMSG_GOODSIZE`,
@@ -531,8 +535,17 @@ final class RawRouteSocket {
     }
 
     /// The link with index `index` now (`RTM_GETLINK` for it), or nil when there is none
-    /// (`ENODEV`).
+    /// (`ENODEV`). An answer larger than the buffer is asked for again, once the buffer holds
+    /// it (see `receive`).
     func link(index: Int32) throws(NetlinkError) -> Link? {
+        do {
+            return try askLink(index: index)
+        } catch NetlinkError.messageTruncated {
+            return try askLink(index: index)
+        }
+    }
+
+    private func askLink(index: Int32) throws(NetlinkError) -> Link? {
         let fd = try socketDescriptor()
         sequence &+= 1
         let seq = sequence
@@ -575,8 +588,9 @@ final class RawRouteSocket {
     /// after it, on the request socket, and reads the answer to its end, handing `body` each
     /// message of type `answer`.
     ///
-    /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump, or the
-    ///   kernel's error.
+    /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump, or when a
+    ///   datagram was larger than the buffer (which then grows: see `receive`), for the caller
+    ///   to ask again; or the kernel's error.
     private func dump<Header: BitwiseCopyable>(_ type: Int, header: Header, answer: Int,
                                                attribute: (type: UInt16, value: UInt32)? = nil, context: String,
                                                _ body: (UnsafeMutablePointer<nlmsghdr>) -> Void) throws(NetlinkError) {
@@ -589,9 +603,15 @@ final class RawRouteSocket {
         if let attribute { request.appendAttribute(attribute.type, attribute.value) }
         request.end()
         try send(request.bytes, on: fd, context: "send \(context)")
-        let outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: context) { (message) throws(NetlinkError) -> Bool in
-            if Int(message.pointee.nlmsg_type) == answer { body(message) }
-            return true
+        let outcome: (interrupted: Bool, ended: Bool)
+        do {
+            outcome = try readDump(on: fd, sequence: seq, reading: .taking, context: context) { (message) throws(NetlinkError) -> Bool in
+                if Int(message.pointee.nlmsg_type) == answer { body(message) }
+                return true
+            }
+        } catch NetlinkError.messageTruncated {
+            // A datagram was larger than the buffer, which now holds it: the dump is asked again.
+            throw .dumpInterrupted
         }
         if outcome.interrupted { throw .dumpInterrupted }
     }
@@ -706,14 +726,34 @@ final class RawRouteSocket {
 
     /// Reads one datagram into the buffer and returns its length; the messages in it stay valid
     /// until the next read. A failed read abandons the socket (an overflow leaves it unusable).
+    ///
+    /// A datagram larger than the buffer is never cut short unseen: the read asks for its whole
+    /// length (`MSG_TRUNC`), and the buffer grows to hold it. A link with hundreds of
+    /// alternative names has a message of up to some 66 KiB, and the kernel makes a link dump's
+    /// datagrams as large as its largest link. A peeked datagram is then read again; a taken
+    /// one is lost with the rest of its answer, so the socket is abandoned and
+    /// ``NetlinkError/messageTruncated`` thrown, for the caller to ask again.
     private func receive(on fd: Int32, peeking: Bool = false, context: @autoclosure () -> String) throws(NetlinkError) -> Int {
-        let received = recvRetryingInterruptions(fd, flags: peeking ? Int32(MSG_PEEK) : 0)
-        if received < 0 {
-            let code = errno
+        while true {
+            let received = recvRetryingInterruptions(fd, flags: Int32(MSG_TRUNC) | (peeking ? Int32(MSG_PEEK) : 0))
+            if received < 0 {
+                let code = errno
+                abandon(fd)
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context())
+            }
+            guard received > buffer.count else { return received }
+            growBuffer(toHold: received)
+            if peeking { continue }
             abandon(fd)
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context())
+            throw NetlinkError(code: NetlinkError.messageTruncated.code, context: context())
         }
-        return received
+    }
+
+    /// Replaces the buffer with one that holds `size` bytes, in whole pages. Nothing read into
+    /// the old one is in use: each read's messages are handled before the next read.
+    private func growBuffer(toHold size: Int) {
+        buffer.deallocate()
+        buffer = .allocate(byteCount: (size + 4095) & ~4095, alignment: 8)
     }
 
     /// Takes the datagram last peeked on `fd` without copying it. A failed read abandons the

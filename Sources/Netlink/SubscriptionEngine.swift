@@ -77,7 +77,8 @@ final class SubscriptionEngine: @unchecked Sendable {
     @exclusivity(unchecked) private var messagesSinceWake = 0
     /// A batch of this wake-up went out unsettled: a re-read was marked (see `flush`).
     @exclusivity(unchecked) private var unsettledPublished = false
-    /// Where each notification datagram is read (`SubscriptionOptions.messageBufferSize` bytes).
+    /// Where each notification datagram is read (`SubscriptionOptions.messageBufferSize` bytes,
+    /// grown after a datagram that did not fit).
     @exclusivity(unchecked) private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Why the subscription ends, once the loop knows; observers are told after `teardown`.
     @exclusivity(unchecked) private var ending: NetlinkError?
@@ -281,11 +282,13 @@ final class SubscriptionEngine: @unchecked Sendable {
         // Next-hop objects (Linux 5.3+; an older kernel has no such group and no such routes).
         _ = nl_socket_add_membership(socket, Int32(RTNLGRP_NEXTHOP.rawValue))
         requests = try RequestSocket(namespace: namespace)
-        // The manager joins the address cache's groups before it dumps the cache, as the lines
-        // above do for the others. Address notifications are read from their bytes
-        // (`addressMessage`); the cache serves the initial dump and the re-reads, so it has no
-        // change callback. Links are dumped on the request socket and read from their bytes
-        // too (`linksFromKernel`): libnl 3.7 does not read alternative names.
+        // Links first, then addresses, so that no address is read after its link went away
+        // between the two dumps. Links are dumped on the request socket and read from their
+        // bytes (`linksFromKernel`): libnl 3.7 does not read alternative names. The manager
+        // joins the address cache's groups before it dumps the cache, as the lines above do for
+        // the others. Address notifications are read from their bytes (`addressMessage`); the
+        // cache serves the initial dump and the re-reads, so it has no change callback.
+        state.links = try linksFromKernel()
         try nlCheck(nl_cache_mngr_add(created, "route/addr", nil, nil, &addressCache), "add address cache")
     }
 
@@ -338,8 +341,9 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
     }
 
+    /// Reads what `openSockets` did not (it reads the links and, through the address cache,
+    /// the addresses).
     private func readInitialState() throws(NetlinkError) {
-        state.links = try linksFromKernel()
         state.linkRevision = Self.nextLinkRevision()
         state.addresses = addressesFromCache()
         state.policyRules = try requests!.rules()
@@ -452,6 +456,12 @@ final class SubscriptionEngine: @unchecked Sendable {
                 return
             }
             if flags & Int32(MSG_TRUNC) != 0 {
+                // Lost: the state is read again. The buffer grows to hold such a datagram (a
+                // link with hundreds of alternative names), so that the next one is read.
+                if received > receiveBuffer.count {
+                    receiveBuffer.deallocate()
+                    receiveBuffer = .allocate(byteCount: (received + 4095) & ~4095, alignment: MemoryLayout<nlmsghdr>.alignment)
+                }
                 resynchronize(reason: .error(NetlinkError(code: NetlinkError.messageTruncated.code, context: "read notifications")))
                 return
             }
@@ -625,7 +635,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// An address notification, read from the kernel's bytes (`InterfaceAddress(message:)`)
     /// rather than given to libnl's parser and included in its address cache, whose search for
     /// the object is a walk of every address. libnl's address cache is then only current after
-    /// a re-read, which is the only time it is consulted (`resynchronize`), as for links.
+    /// a re-read, which is the only time it is consulted (`resynchronize`).
     private func addressMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
         guard let address = InterfaceAddress(message: header) else { return }
         applyAddress(address, deleted: header.pointee.nlmsg_type == RTM_DELADDR)

@@ -9,12 +9,9 @@ import Testing
 /// field; and what a dump reads must be what `ip -j link show` prints.
 @Suite("Link messages read from the kernel's bytes", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct LinkMessageTests {
-    @Test func notificationsAgreeWithLibnlDumpsThroughATourOfLinks() throws {
-        let ns = try TestNamespace("linkmsg")
-        defer { ns.delete() }
-        let elsewhere = try TestNamespace("linkmsgpeer")
-        defer { elsewhere.delete() }
-        let steps: [(String, [String])] = [
+    /// A tour of link kinds and changes; `elsewhere` is a second namespace, for a veth's peer.
+    static func tour(elsewhere: String) -> [(String, [String])] {
+        [
             ("veth pair", ["link add va type veth peer name vb", "link set va up", "link set vb up"]),
             ("bridge with a port", ["link add br0 type bridge", "link set br0 up", "link set vb master br0"]),
             // The kinds this kernel has (no dummy, vlan or macvlan modules here): ifb, and a
@@ -31,9 +28,17 @@ struct LinkMessageTests {
                                    "link property add dev vb altname peer0", "link property del dev va altname uplink0"]),
             ("down and carrier loss", ["link set va down", "link set vb down"]),
             ("port leaves the bridge", ["link set vb nomaster"]),
-            ("a veth whose peer is in another namespace", ["link add vx type veth peer name vy netns \(elsewhere.name)"]),
+            ("a veth whose peer is in another namespace", ["link add vx type veth peer name vy netns \(elsewhere)"]),
             ("deletions", ["link del vxlan5", "link del tun7", "link del br0", "link del i0"]),
         ]
+    }
+
+    @Test func notificationsAgreeWithDumpsThroughATourOfLinks() throws {
+        let ns = try TestNamespace("linkmsg")
+        defer { ns.delete() }
+        let elsewhere = try TestNamespace("linkmsgpeer")
+        defer { elsewhere.delete() }
+        let steps = Self.tour(elsewhere: elsewhere.name)
         let subscription = try expectAgreementThroughTour(in: ns, steps: steps, view: { $0.links.mapValues(comparable) })
         let links = subscription.state.links.values
         #expect(links.contains { $0.name == "vx" && $0.linkNamespaceID != nil }, "the peer's namespace id is read")
@@ -42,6 +47,34 @@ struct LinkMessageTests {
         #expect(links.allSatisfy { $0.name == "va" || $0.group == 0 }, "the others in the default group (i0, in group 7, was deleted)")
         #expect(links.first { $0.name == "va" }?.alternativeNames == [Self.longName], "the alternative name left, not the one deleted")
         #expect(subscription.state.link(named: "peer0")?.name == "vb")
+    }
+
+    /// The same tour, each link of each dump beside what `ip -j -d link show` prints of it: a
+    /// check of the one parser that reads both dumps and notifications by another program.
+    @Test func dumpsAgreeWithIproute2ThroughATourOfLinks() throws {
+        let ns = try TestNamespace("linkip")
+        defer { ns.delete() }
+        let elsewhere = try TestNamespace("linkippeer")
+        defer { elsewhere.delete() }
+        let connection = try NetlinkConnection(namespace: .named(ns.name))
+        for (step, commands) in [("start", [])] + Self.tour(elsewhere: elsewhere.name) {
+            try ns.batch(commands)
+            let links = try connection.links()
+            let shown = try ns.ipJSON("-d", "link", "show")
+            #expect(shown.count == links.count, "after \(step)")
+            let indexes = Dictionary(shown.compactMap { entry in (entry["ifname"] as? String).map { ($0, entry["ifindex"] as? Int ?? -1) } },
+                                     uniquingKeysWith: { first, _ in first })
+            for entry in shown {
+                let index = Int32(entry["ifindex"] as? Int ?? -1)
+                guard let link = links.first(where: { $0.index == index }) else {
+                    Issue.record("after \(step): link \(index) is not in the dump")
+                    continue
+                }
+                let expected = Iproute2Link(entry, indexes: indexes)
+                let read = Iproute2Link(link)
+                #expect(read == expected, "after \(step), \(link.name): read \(read), ip shows \(expected)")
+            }
+        }
     }
 
     /// An alternative name as long as the kernel allows (`ALTIFNAMSIZ` less its NUL).
@@ -80,6 +113,61 @@ struct LinkMessageTests {
         }
         // Every truncation, and every single-byte change, parses or is refused.
         feedEveryTruncationAndByteChange(of: message) { _ = Link(payload: $0) }
+    }
+}
+
+/// What `ip -j -d link show` prints of a link, in its terms, and the same read from a ``Link``.
+private struct Iproute2Link: Equatable, CustomStringConvertible {
+    var name = "", mtu = 0, flags: Set<String> = [], noCarrier = false, operState = "", master: Int?, lower: Int?
+    var namespaceID: Int?, group = "", address: String?, kind: String?, altnames: [String] = [], linkType = ""
+
+    /// iproute2's flag names (`print_link_flags`), which print every flag but `RUNNING`.
+    static let flagNames: [(InterfaceFlags, String)] = [
+        (.up, "UP"), (.broadcast, "BROADCAST"), (.debug, "DEBUG"), (.loopback, "LOOPBACK"),
+        (.pointToPoint, "POINTOPOINT"), (.noTrailers, "NOTRAILERS"), (.noARP, "NOARP"), (.promiscuous, "PROMISC"),
+        (.allMulticast, "ALLMULTI"), (.master, "MASTER"), (.slave, "SLAVE"), (.multicast, "MULTICAST"),
+        (.portSelect, "PORTSEL"), (.autoMedia, "AUTOMEDIA"), (.dynamic, "DYNAMIC"), (.lowerUp, "LOWER_UP"),
+        (.dormant, "DORMANT"), (.echo, "ECHO"),
+    ]
+
+    init(_ entry: [String: Any], indexes: [String: Int]) {
+        name = entry["ifname"] as? String ?? ""
+        mtu = entry["mtu"] as? Int ?? -1
+        let printed = Set(entry["flags"] as? [String] ?? [])
+        flags = printed.subtracting(["NO-CARRIER", "M-DOWN"])
+        noCarrier = printed.contains("NO-CARRIER")
+        operState = entry["operstate"] as? String ?? ""
+        master = (entry["master"] as? String).flatMap { indexes[$0] }
+        // The lower link: by name in this namespace, by index (and namespace id) in another.
+        lower = (entry["link"] as? String).flatMap { indexes[$0] } ?? entry["link_index"] as? Int
+        namespaceID = entry["link_netnsid"] as? Int
+        group = entry["group"] as? String ?? ""
+        address = entry["address"] as? String
+        kind = (entry["linkinfo"] as? [String: Any])?["info_kind"] as? String
+        altnames = entry["altnames"] as? [String] ?? []
+        linkType = entry["link_type"] as? String ?? ""
+    }
+
+    init(_ link: Link) {
+        name = link.name
+        mtu = Int(link.mtu)
+        flags = Set(Self.flagNames.filter { link.flags.contains($0.0) }.map(\.1))
+        noCarrier = link.isUp && !link.isRunning
+        operState = link.operState.description.uppercased()
+        master = link.masterIndex.map(Int.init)
+        lower = link.lowerLinkIndex.map(Int.init)
+        namespaceID = link.linkNamespaceID.map(Int.init)
+        group = link.group == 0 ? "default" : String(link.group)
+        address = link.hardwareAddress?.description
+        kind = link.kind
+        altnames = link.alternativeNames
+        linkType = link.arphrdType.description
+    }
+
+    var description: String {
+        "\(name) mtu \(mtu) \(flags.sorted())\(noCarrier ? " NO-CARRIER" : "") \(operState) master \(master ?? -1) "
+            + "link \(lower ?? -1) netnsid \(namespaceID ?? -1) group \(group) \(address ?? "-") \(kind ?? "-") "
+            + "\(linkType) altnames \(altnames.count)"
     }
 }
 

@@ -42,11 +42,13 @@
 
 /// Reads one datagram from a netlink socket without blocking, into `buffer`.
 ///
-/// Returns its length, or -1 with `errno` in `*saved_errno`, read here at once: Swift code cannot
-/// promise that nothing runs between the call's return and its own read of `errno` (ENOBUFS, the
-/// kernel dropped notifications, must not be mistaken for another failure). `*flags` gets the
-/// message flags (`MSG_TRUNC`: the datagram was larger than the buffer) and `*sender_port` the
-/// sender's netlink port (0 for the kernel).
+/// Returns its whole length, which is larger than `length` when the datagram did not fit
+/// (`MSG_TRUNC` is asked for), or -1 with `errno` in `*saved_errno`, read here at once: Swift code
+/// cannot promise that nothing runs between the call's return and its own read of `errno`
+/// (ENOBUFS, the kernel dropped notifications, must not be mistaken for another failure).
+/// `*flags` gets the message flags (`MSG_TRUNC`: the datagram was larger than the buffer, and
+/// only `length` bytes of it were read) and `*sender_port` the sender's netlink port (0 for the
+/// kernel).
 static inline ssize_t cnetlink_receive_datagram(int fd, void *buffer, size_t length, int *flags,
                                                 uint32_t *sender_port, int *saved_errno) {
     struct sockaddr_nl sender;
@@ -58,7 +60,7 @@ static inline ssize_t cnetlink_receive_datagram(int fd, void *buffer, size_t len
     message.msg_namelen = sizeof sender;
     message.msg_iov = &vector;
     message.msg_iovlen = 1;
-    ssize_t received = recvmsg(fd, &message, MSG_DONTWAIT);
+    ssize_t received = recvmsg(fd, &message, MSG_DONTWAIT | MSG_TRUNC);
     *saved_errno = received < 0 ? errno : 0;
     *flags = message.msg_flags;
     *sender_port = sender.nl_pid;

@@ -20,10 +20,12 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     indirect case addressPair(local: IPAddress, remote: IPAddress)
     /// An IPv6 link-local address on one link (`fe80::1%eth0`): the kernel's lookup through
     /// that link (a socket's `sin6_scope_id`). `interface` is the link's name or one of its
-    /// alternative names (`ip link property add dev eth0 altname enp0s31f6`; both are names
-    /// `if_nametoindex` knows), or its index in decimal when no link has that name; a link that
-    /// is missing is answered as such, and the answer follows the link when it comes back, or
-    /// when a link is given that name. A link-local address without a scope is not
+    /// alternative names (`ip link property add dev eth0 altname enp0s31f6`; a link's name wins
+    /// over another's alternative name), or its index in decimal when no link has that name; a
+    /// link that is missing is answered as such, and the answer follows the link when it comes
+    /// back, or when a link is given that name. glibc's `getaddrinfo` and `if_nametoindex`
+    /// take names of up to 15 bytes, so a longer alternative name (up to 127) names the link
+    /// here and for `ip`, but not in a socket program's `fe80::1%name`. A link-local address without a scope is not
     /// reachable (``UnreachableReason/scopeRequired``): a socket cannot send to it.
     indirect case scopedAddress(IPAddress, interface: String)
 
