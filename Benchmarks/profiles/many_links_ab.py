@@ -37,8 +37,10 @@ def build_namespace():
 def timed(command):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - start
+    if done.returncode > 1:   # 1 is "not reachable", an answer; 2 is an error, which is not timed
+        raise SystemExit(f"{' '.join(command)}: exit {done.returncode}: {done.stderr.strip()}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 

@@ -82,6 +82,17 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
         "\(index): \(name) \(arphrdType) \(kind ?? "-") \(flags) \(operState) mtu \(mtu)"
     }
 
+    /// The link that `name` names among `links`: the link of that name, else one that has it
+    /// among its ``alternativeNames``, one that is up first, then the lowest index. The kernel
+    /// gives each name to one link, but it tells of no change of a down link's alternative
+    /// names: one that such a link lost, and another link took, is held by both here, and the
+    /// link whose message told of it is up.
+    package static func named(_ name: String, in links: some Collection<Link>) -> Link? {
+        if let link = links.first(where: { $0.name == name }) { return link }
+        return links.filter { $0.alternativeNames.contains(name) }
+            .min { ($0.isUp ? 0 : 1, $0.index) < ($1.isUp ? 0 : 1, $1.index) }
+    }
+
     /// The flags that say what state a link is in rather than what it is: up, running, lower
     /// layer up, dormant.
     public static let stateFlags: InterfaceFlags = [.up, .running, .lowerUp, .dormant]

@@ -103,10 +103,9 @@ public struct NetworkState: Sendable, Hashable {
 
     /// The link with this name, else the one with this alternative name, if any. The kernel
     /// gives each name to one link, but it does not tell of an alternative name that a link
-    /// lost while down (see ``Link/alternativeNames``): a link's own name wins.
-    public func link(named name: String) -> Link? {
-        links.values.first { $0.name == name } ?? links.values.first { $0.alternativeNames.contains(name) }
-    }
+    /// lost while down (see ``Link/alternativeNames``): a link's own name wins, then a link
+    /// that is up, then the lowest index.
+    public func link(named name: String) -> Link? { Link.named(name, in: links.values) }
 
     /// The addresses of one link, IPv4 first, then IPv6, each sorted by address.
     public func addresses(ofLink index: Int32) -> [InterfaceAddress] {

@@ -129,8 +129,10 @@ final class RawRouteSocket {
         return try NetworkNamespace.perform(in: namespaceDescriptor, description: namespace.description, body)
     }
 
-    /// A bound socket with strict checking, and `receiveBuffer` bytes of receive buffer (nil:
-    /// as much as lookups need).
+    /// A bound socket connected to the kernel, with strict checking, and `receiveBuffer` bytes
+    /// of receive buffer (nil: as much as lookups need). Connected, it receives nothing but the
+    /// kernel's datagrams: another process's are refused (`ECONNREFUSED` for the sender), so
+    /// none can be read as an answer or grow the buffer (see `receive`).
     private static func openDescriptor(receiveBuffer: Int?) throws(NetlinkError) -> Int32 {
         let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
         guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open netlink socket") }
@@ -143,6 +145,16 @@ final class RawRouteSocket {
             let code = errno
             close(fd)
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "bind netlink socket")
+        }
+        var kernel = sockaddr_nl()
+        kernel.nl_family = sa_family_t(AF_NETLINK)
+        let connected = withUnsafePointer(to: &kernel) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(fd)
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "connect netlink socket")
         }
         if let receiveBuffer {
             _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, Int32(receiveBuffer))
@@ -732,7 +744,9 @@ final class RawRouteSocket {
     /// alternative names has a message of up to some 66 KiB, and the kernel makes a link dump's
     /// datagrams as large as its largest link. A peeked datagram is then read again; a taken
     /// one is lost with the rest of its answer, so the socket is abandoned and
-    /// ``NetlinkError/messageTruncated`` thrown, for the caller to ask again.
+    /// ``NetlinkError/messageTruncated`` thrown: dumps are asked again (see `dump`), and so is
+    /// one link; a lookup fails with it, which the kernel never causes (its answers fit in a
+    /// page). Only the kernel's datagrams arrive: the sockets are connected to it.
     private func receive(on fd: Int32, peeking: Bool = false, context: @autoclosure () -> String) throws(NetlinkError) -> Int {
         while true {
             let received = recvRetryingInterruptions(fd, flags: Int32(MSG_TRUNC) | (peeking ? Int32(MSG_PEEK) : 0))
@@ -749,11 +763,13 @@ final class RawRouteSocket {
         }
     }
 
-    /// Replaces the buffer with one that holds `size` bytes, in whole pages. Nothing read into
-    /// the old one is in use: each read's messages are handled before the next read.
+    /// Replaces the buffer with one that holds `size` bytes, and at least twice the old one,
+    /// in whole pages: room for the link to grow a little more. Nothing read into the old one
+    /// is in use: each read's messages are handled before the next read.
     private func growBuffer(toHold size: Int) {
+        let bytes = (max(size, 2 * buffer.count) + 4095) & ~4095
         buffer.deallocate()
-        buffer = .allocate(byteCount: (size + 4095) & ~4095, alignment: 8)
+        buffer = .allocate(byteCount: bytes, alignment: 8)
     }
 
     /// Takes the datagram last peeked on `fd` without copying it. A failed read abandons the

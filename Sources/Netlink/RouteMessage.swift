@@ -7,7 +7,8 @@ import CNetlink
 // `nl_addr` per address and one `rtnl_nexthop`, all allocated and freed again, only to be copied
 // into a `Route`. Reading the attributes here gives the same value (the same fields, the same
 // rules for the single next hop and for `RTA_MULTIPATH`) with one allocation, the next-hop
-// array. Links and addresses still come from libnl's caches.
+// array. Links are read from their bytes too (LinkMessage.swift); addresses still come from
+// libnl's cache in dumps.
 
 extension Route {
     /// Parses one `RTM_NEWROUTE` / `RTM_DELROUTE` message; nil for families other than IPv4

@@ -7,11 +7,12 @@ import Synchronization
 ///
 /// One notification socket carries link, address and route messages in the kernel's order.
 /// libnl's cache manager (`nl_cache_mngr`) sets the socket up, joins its groups and fills the
-/// link and address caches; the loop then reads the socket itself, one `recvmsg` per datagram
-/// into a buffer it keeps (see `readNotifications`). Route, link and address messages are
-/// parsed here from the kernel's bytes (route messages are kept only when they are default
-/// routes; libnl's link and address caches serve the initial dump and every re-read, and are
-/// not consulted in between); a policy-rule message has its family's rules read again, then
+/// address cache; links are dumped on the request socket (`linksFromKernel`). The loop then
+/// reads the socket itself, one `recvmsg` per datagram into a buffer it keeps (see
+/// `readNotifications`). Route, link and address messages are parsed here from the kernel's
+/// bytes (route messages are kept only when they are default routes; libnl's address cache
+/// serves the initial dump and every re-read, and is not consulted in between); a policy-rule
+/// message has its family's rules read again, then
 /// reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout:
 /// nothing runs while nothing changes.
 final class SubscriptionEngine: @unchecked Sendable {
@@ -455,18 +456,21 @@ final class SubscriptionEngine: @unchecked Sendable {
                 }
                 return
             }
+            // Only the kernel (port 0) sends notifications; anything else is not read (and a
+            // large datagram from another sender neither grows the buffer nor costs a re-read).
+            guard received > 0, sender == 0 else { continue }
             if flags & Int32(MSG_TRUNC) != 0 {
                 // Lost: the state is read again. The buffer grows to hold such a datagram (a
-                // link with hundreds of alternative names), so that the next one is read.
+                // link with hundreds of alternative names), with room for it to grow, so that
+                // the next one is read.
                 if received > receiveBuffer.count {
+                    let size = (max(received, 2 * receiveBuffer.count) + 4095) & ~4095
                     receiveBuffer.deallocate()
-                    receiveBuffer = .allocate(byteCount: (received + 4095) & ~4095, alignment: MemoryLayout<nlmsghdr>.alignment)
+                    receiveBuffer = .allocate(byteCount: size, alignment: MemoryLayout<nlmsghdr>.alignment)
                 }
                 resynchronize(reason: .error(NetlinkError(code: NetlinkError.messageTruncated.code, context: "read notifications")))
                 return
             }
-            // Only the kernel (port 0) sends notifications; anything else is not read.
-            guard received > 0, sender == 0 else { continue }
             forEachNetlinkMessage(in: UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[..<received])) { handleMessage($0) }
         }
     }

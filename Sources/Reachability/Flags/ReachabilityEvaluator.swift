@@ -47,11 +47,9 @@ public enum ReachabilityEvaluator {
             if address.needsScope { return .notReachable(.scopeRequired, address: address) }
             return try lookup(nil)
         }
-        // A link's name wins over another's alternative name: the kernel gives each name to one
-        // link, but it does not tell of a down link's alternative name that went away.
-        guard let link = links.values.first(where: { $0.name == scope })
-                ?? links.values.first(where: { $0.alternativeNames.contains(scope) })
-                ?? Int32(scope).flatMap({ links[$0] }) else {
+        // A link's name wins over another's alternative name, and a link that is up over one
+        // that is down: the kernel does not tell of a down link's alternative name that went.
+        guard let link = Link.named(scope, in: links.values) ?? Int32(scope).flatMap({ links[$0] }) else {
             return .notReachable(.linkMissing, address: address)
         }
         var answer = try lookup(link.index)
