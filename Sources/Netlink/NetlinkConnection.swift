@@ -43,6 +43,20 @@ public final class NetlinkConnection: @unchecked Sendable {
         try withSocket { () throws(NetlinkError) in try socket.links() }
     }
 
+    /// The link with index `index` now, or nil when there is none: one `RTM_GETLINK` request,
+    /// however many links the namespace has.
+    public func link(index: Int32) throws(NetlinkError) -> Link? {
+        try withSocket { () throws(NetlinkError) in try socket.link(index: index) }
+    }
+
+    /// The link that `name` names now, by its name or one of its alternative names, as the
+    /// kernel finds it (`ip link show dev NAME`): one `RTM_GETLINK` request, however many
+    /// links the namespace has. Nil when no link has that name, or none can (empty, over 127
+    /// bytes).
+    public func link(named name: String) throws(NetlinkError) -> Link? {
+        try withSocket { () throws(NetlinkError) in try socket.link(named: name) }
+    }
+
     /// The interface addresses, read through a libnl address cache.
     public func addresses() throws(NetlinkError) -> [InterfaceAddress] {
         try withSocket { () throws(NetlinkError) in try socket.addresses() }

@@ -550,27 +550,64 @@ final class RawRouteSocket {
     /// (`ENODEV`). An answer larger than the buffer is asked for again, once the buffer holds
     /// it (see `receive`).
     func link(index: Int32) throws(NetlinkError) -> Link? {
+        try askLinkTwice(.index(index))
+    }
+
+    /// The link that `name` names now, its name or one of its alternative names, as the kernel
+    /// finds it (`RTM_GETLINK` with `IFLA_IFNAME`, or `IFLA_ALT_IFNAME` for a name longer than
+    /// a link's name can be, Linux 5.5+), or nil when no link has that name. A name that no
+    /// link can have (empty, over 127 bytes, with a NUL) is not asked for.
+    func link(named name: String) throws(NetlinkError) -> Link? {
+        let bytes = Array(name.utf8)
+        guard (1...127).contains(bytes.count), !bytes.contains(0) else { return nil }
         do {
-            return try askLink(index: index)
-        } catch NetlinkError.messageTruncated {
-            return try askLink(index: index)
+            return try askLinkTwice(.name(bytes))
+        } catch where bytes.count > 15 && error.systemErrno == EINVAL {
+            // A kernel before alternative names does not know `IFLA_ALT_IFNAME`, and no link
+            // there has a name that long.
+            return nil
         }
     }
 
-    private func askLink(index: Int32) throws(NetlinkError) -> Link? {
+    /// How a link is asked for.
+    private enum LinkKey {
+        case index(Int32)
+        case name([UInt8])
+    }
+
+    /// The link `key` names, asked for again once if the answer did not fit the buffer (which
+    /// then holds it: see `receive`).
+    private func askLinkTwice(_ key: LinkKey) throws(NetlinkError) -> Link? {
+        do {
+            return try askLink(key)
+        } catch NetlinkError.messageTruncated {
+            return try askLink(key)
+        }
+    }
+
+    private func askLink(_ key: LinkKey) throws(NetlinkError) -> Link? {
         let fd = try socketDescriptor()
         sequence &+= 1
         let seq = sequence
         request.reset()
         request.begin(type: UInt16(RTM_GETLINK), flags: UInt16(NLM_F_REQUEST), sequence: seq)
         var header = ifinfomsg()
-        header.ifi_index = index
-        request.append(header)
+        let context: String
+        switch key {
+        case .index(let index):
+            header.ifi_index = index
+            request.append(header)
+            context = "link \(index)"
+        case .name(let bytes):
+            request.append(header)
+            request.appendAttribute(UInt16(bytes.count > 15 ? IFLA_ALT_IFNAME : IFLA_IFNAME), string: bytes)
+            context = "link \(String(decoding: bytes, as: UTF8.self))"
+        }
         request.appendAttribute(UInt16(IFLA_EXT_MASK), Self.linkExtensionMask)
         request.end()
         try send(request.bytes, on: fd, context: "send link request")
         while true {
-            let received = try receive(on: fd, context: "link \(index)")
+            let received = try receive(on: fd, context: context)
             var answered = false
             var link: Link?
             try forEachMessage(received) { (header) throws(NetlinkError) in
@@ -578,14 +615,14 @@ final class RawRouteSocket {
                 switch Int32(header.pointee.nlmsg_type) {
                 case Int32(RTM_NEWLINK):
                     guard let read = Link(message: header) else {
-                        throw NetlinkError(code: Int32(NLE_PARSE_ERR), context: "link \(index)")
+                        throw NetlinkError(code: Int32(NLE_PARSE_ERR), context: context)
                     }
                     link = read
                     answered = true
                 case NLMSG_ERROR:
                     let code = errorCode(of: header)
                     guard code == ENODEV else {
-                        throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "link \(index)")
+                        throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: context)
                     }
                     answered = true
                 default:
@@ -896,6 +933,15 @@ private struct RequestBuilder: ~Copyable {
         store(UInt16(4 + 4))
         store(type)
         store(value)
+    }
+
+    /// Appends a string attribute: `bytes`, a NUL, and padding to 4 bytes.
+    mutating func appendAttribute(_ type: UInt16, string bytes: [UInt8]) {
+        store(UInt16(4 + bytes.count + 1))
+        store(type)
+        for byte in bytes { store(byte) }
+        store(UInt8(0))
+        pad()
     }
 
     /// Writes the current message's length into its header.

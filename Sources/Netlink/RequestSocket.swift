@@ -74,6 +74,11 @@ final class RequestSocket {
         try raw.link(index: index)
     }
 
+    /// The link that `name` names now (see ``RawRouteSocket/link(named:)``).
+    func link(named name: String) throws(NetlinkError) -> Link? {
+        try raw.link(named: name)
+    }
+
     /// The interface addresses of the namespace, through a libnl address cache.
     func addresses() throws(NetlinkError) -> [InterfaceAddress] {
         var cache: OpaquePointer?

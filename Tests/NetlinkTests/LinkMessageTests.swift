@@ -87,7 +87,8 @@ struct LinkMessageTests {
         try ns.batch(["link add va type veth peer name vb", "link add i0 type ifb",
                       "link property add dev va altname first0 altname \(Self.longName) altname third0",
                       "link property add dev vb altname second0", "link property del dev va altname third0"])
-        let links = try NetlinkConnection(namespace: .named(ns.name)).links()
+        let connection = try NetlinkConnection(namespace: .named(ns.name))
+        let links = try connection.links()
         let shown = try ns.ipJSON("link", "show")
         #expect(shown.count == links.count && links.count == 4)
         for object in shown {
@@ -99,6 +100,18 @@ struct LinkMessageTests {
         #expect(links.first { $0.isNamed("second0") }?.name == "vb")
         #expect(links.first { $0.isNamed(Self.longName) }?.name == "va")
         #expect(links.first { $0.isNamed("third0") } == nil)
+        // One link asked of the kernel, by index, name or alternative name (a long one through
+        // `IFLA_ALT_IFNAME`): the same value as in the dump.
+        let va = try #require(links.first { $0.name == "va" })
+        #expect(try connection.link(index: va.index) == va)
+        for name in ["va", "first0", Self.longName] {
+            #expect(try connection.link(named: name) == va, "\(name.prefix(20))")
+        }
+        #expect(try connection.link(named: "second0")?.name == "vb")
+        for missing in ["third0", "nosuch0", "", Self.longName + "x", "va\u{0}"] {
+            #expect(try connection.link(named: missing) == nil, "\(missing.prefix(20))")
+        }
+        #expect(try connection.link(index: 999_999) == nil)
     }
 
     @Test func truncatedAndCorruptedLinkMessagesNeverOverrun() throws {
