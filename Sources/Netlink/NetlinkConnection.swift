@@ -43,6 +43,13 @@ public final class NetlinkConnection: @unchecked Sendable {
         try withSocket { () throws(NetlinkError) in try socket.links() }
     }
 
+    /// The ports of link `master` now (the links whose ``Link/masterIndex`` it is: a bridge's,
+    /// bond's or VRF's), sorted by index: a dump that the kernel filters, which carries only
+    /// them however many links the namespace has.
+    public func links(masteredBy master: Int32) throws(NetlinkError) -> [Link] {
+        try withSocket { () throws(NetlinkError) in try socket.links(master: master) }
+    }
+
     /// The link with index `index` now, or nil when there is none: one `RTM_GETLINK` request,
     /// however many links the namespace has.
     public func link(index: Int32) throws(NetlinkError) -> Link? {

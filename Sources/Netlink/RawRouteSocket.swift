@@ -535,14 +535,18 @@ final class RawRouteSocket {
     private static let linkExtensionMask: UInt32 = 1 << 3
 
     /// Calls `body` with each link of the namespace (an `RTM_GETLINK` dump of family
-    /// `AF_UNSPEC`, read by ``Link/init(message:)``).
+    /// `AF_UNSPEC`, read by ``Link/init(message:)``), or only with the ports of link `master`
+    /// when one is given: the kernel filters the dump by `IFLA_MASTER` (Linux 4.4+; the filter
+    /// is applied here as well, for a kernel that sends every link).
     ///
     /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump (the caller
     ///   starts again), or the kernel's error.
-    func forEachLink(_ body: (Link) -> Void) throws(NetlinkError) {
-        try dump(RTM_GETLINK, header: ifinfomsg(), answer: RTM_NEWLINK,
-                 attribute: (UInt16(IFLA_EXT_MASK), Self.linkExtensionMask), context: "link dump") { message in
-            if let link = Link(message: message) { body(link) }
+    func forEachLink(master: Int32? = nil, _ body: (Link) -> Void) throws(NetlinkError) {
+        var attributes = [(UInt16(IFLA_EXT_MASK), Self.linkExtensionMask)]
+        if let master { attributes.append((UInt16(IFLA_MASTER), UInt32(bitPattern: master))) }
+        try dump(RTM_GETLINK, header: ifinfomsg(), answer: RTM_NEWLINK, attributes: attributes,
+                 context: master == nil ? "link dump" : "dump of link \(master!)'s ports") { message in
+            if let link = Link(message: message), master == nil || link.masterIndex == master { body(link) }
         }
     }
 
@@ -633,15 +637,15 @@ final class RawRouteSocket {
         }
     }
 
-    /// Sends a dump request of `type`, with `header` as its payload and `attribute`, if any,
-    /// after it, on the request socket, and reads the answer to its end, handing `body` each
+    /// Sends a dump request of `type`, with `header` as its payload and `attributes` (32-bit
+    /// values) after it, on the request socket, and reads the answer to its end, handing `body` each
     /// message of type `answer`.
     ///
     /// - Throws: ``NetlinkError/dumpInterrupted`` when a change interrupted the dump, or when a
     ///   datagram was larger than the buffer (which then grows: see `receive`), for the caller
     ///   to ask again; or the kernel's error.
     private func dump<Header: BitwiseCopyable>(_ type: Int, header: Header, answer: Int,
-                                               attribute: (type: UInt16, value: UInt32)? = nil, context: String,
+                                               attributes: [(UInt16, UInt32)] = [], context: String,
                                                _ body: (UnsafeMutablePointer<nlmsghdr>) -> Void) throws(NetlinkError) {
         let fd = try socketDescriptor()
         sequence &+= 1
@@ -649,7 +653,7 @@ final class RawRouteSocket {
         request.reset()
         request.begin(type: UInt16(type), flags: UInt16(NLM_F_REQUEST | NLM_F_DUMP), sequence: seq)
         request.append(header)
-        if let attribute { request.appendAttribute(attribute.type, attribute.value) }
+        for (type, value) in attributes { request.appendAttribute(type, value) }
         request.end()
         try send(request.bytes, on: fd, context: "send \(context)")
         let outcome: (interrupted: Bool, ended: Bool)

@@ -69,6 +69,16 @@ final class RequestSocket {
         return links.sorted { $0.index < $1.index }
     }
 
+    /// The ports of link `master` (the links it is the master of), sorted by index: a dump
+    /// the kernel filters.
+    func links(master: Int32) throws(NetlinkError) -> [Link] {
+        var links: [Link] = []
+        try repeatingInterruptedDumps(restart: { links.removeAll() }) { () throws(NetlinkError) in
+            try raw.forEachLink(master: master) { links.append($0) }
+        }
+        return links.sorted { $0.index < $1.index }
+    }
+
     /// The link with index `index` now (`RTM_GETLINK` for it), or nil when there is none.
     func link(index: Int32) throws(NetlinkError) -> Link? {
         try raw.link(index: index)

@@ -121,29 +121,61 @@ public final class LinkClassificationCache: Sendable {
     public func classifications(of needed: some Sequence<Int32>,
                                 among links: some Collection<Link>) -> [Int32: LinkClassification] {
         let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        var ports: [Int32: [Int32]] = [:]
+        var ports: [Int32: [Link]] = [:]
         for link in links {
-            if let master = link.masterIndex { ports[master, default: []].append(link.index) }
+            if let master = link.masterIndex { ports[master, default: []].append(link) }
         }
-        let indexByName = Dictionary(links.map { ($0.name, $0.index) }, uniquingKeysWith: { _, last in last })
+        let byName = Dictionary(links.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        let source = LinkSource(link: { byIndex[$0] }, ports: { ports[$0] ?? [] }, named: { byName[$0] })
+        return classifications(of: needed.compactMap { byIndex[$0] }, from: source)
+    }
+
+    /// Where ``classifications(of:from:)`` finds the links that answers depend on: by index
+    /// (a lower link), as the ports of a link (a bridge's, a bond's), and by name (a lower link
+    /// that only sysfs names). A list of every link answers from memory; a `ReachabilityProbe`
+    /// asks the kernel for each (`NetlinkConnection.link(index:)`, `links(masteredBy:)`,
+    /// `link(named:)`), so that a one-shot answer costs the same with 3 links or 1 000.
+    package struct LinkSource {
+        /// The link with this index, if any.
+        package var link: (Int32) -> Link?
+        /// The links whose master this link is.
+        package var ports: (Int32) -> [Link]
+        /// The link with this name, if any.
+        package var named: (String) -> Link?
+
+        /// A source from these three lookups.
+        package init(link: @escaping (Int32) -> Link?, ports: @escaping (Int32) -> [Link],
+                     named: @escaping (String) -> Link?) {
+            self.link = link
+            self.ports = ports
+            self.named = named
+        }
+    }
+
+    /// The classification of `needed`, reading sysfs only for those and for what their answers
+    /// depend on, which `source` gives: the answers ``classifications(of:among:)`` gives when
+    /// its list holds every link.
+    package func classifications(of needed: [Link], from source: LinkSource) -> [Int32: LinkClassification] {
         // What the needed links' answers depend on, found from rtnetlink facts; then, in
         // another pass, the lower links that only sysfs names (`SysfsFacts.lowerLinkNames`).
         var closure: [Int32: Link] = [:]
-        var pending = Array(needed)
+        var pending = needed
         var facts: [LinkFacts] = []
         for _ in 0..<LinkClassifier.maximumStackDepth {
-            while let index = pending.popLast() {
-                guard closure[index] == nil, let link = byIndex[index] else { continue }
-                closure[index] = link
-                if let lower = LinkFacts.lowerLinkIndex(of: link) { pending.append(lower) }
-                pending.append(contentsOf: ports[index] ?? [])
+            while let link = pending.popLast() {
+                guard closure[link.index] == nil else { continue }
+                closure[link.index] = link
+                if let lower = LinkFacts.lowerLinkIndex(of: link), closure[lower] == nil, let below = source.link(lower) {
+                    pending.append(below)
+                }
+                pending.append(contentsOf: source.ports(link.index).filter { closure[$0.index] == nil })
             }
             let read = readStaleSysfs(of: closure.values)
             facts = state.withLock { state in
                 Self.keep(read, in: &state)
                 return closure.values.map { LinkFacts(link: $0, sysfs: state.sysfs[$0.index]?.facts ?? .absent) }
             }
-            pending = facts.flatMap { $0.sysfs.lowerLinkNames.compactMap { indexByName[$0] } }.filter { closure[$0] == nil }
+            pending = facts.flatMap { $0.sysfs.lowerLinkNames.compactMap { source.named($0) } }.filter { closure[$0.index] == nil }
             if pending.isEmpty { break }
         }
         return LinkClassifier.classify(facts, policy: policy).filter { closure[$0.key] != nil }

@@ -66,23 +66,64 @@ public final class ReachabilityProbe: Sendable {
 
     /// The best answer over `targets`, each looked up in the kernel (through the link it is
     /// scoped to, if any; see ``ReachabilityEvaluator/evaluate(_:scope:links:lookup:)``).
+    ///
+    /// The links are asked of the kernel one by one, not dumped: the link a scope names (by
+    /// name, one of its alternative names, or index), the link the answer goes out through,
+    /// and what that one's classification depends on (see `classifications(of:)`). An answer
+    /// costs the same with 3 links or 1 000.
     func answer(to targets: [ResolvedAddress], from source: IPAddress?) throws(ReachabilityError) -> ReachabilityAnswer {
-        let links = try kernel { try connection.links() }
-        let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
         let answers = try targets.map { target throws(ReachabilityError) in
             let address = target.address
-            return try ReachabilityEvaluator.evaluate(address, scope: target.interface, links: byIndex) { outputLink throws(ReachabilityError) in
+            var known: [Int32: Link] = [:]
+            if let scope = target.interface, let link = try scopeLink(scope) { known[link.index] = link }
+            return try ReachabilityEvaluator.evaluate(address, scope: target.interface, links: known) { outputLink throws(ReachabilityError) in
                 let lookup = try kernel { try connection.lookupRoute(to: address, from: source, outputLinkIndex: outputLink) }
                 // Only the link the answer goes out through is classified (and what it stacks on).
-                var used: [Int32] = []
-                if case .route(let route) = lookup, let index = route.outputLinkIndex { used.append(index) }
-                let classifications = classifier.classifications(of: used, among: links)
-                return ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications)
+                var links = known
+                var classifications: [Int32: LinkClassification] = [:]
+                if case .route(let route) = lookup, let index = route.outputLinkIndex {
+                    let found = links[index] != nil ? links[index] : try kernel { try connection.link(index: index) }
+                    if let link = found {
+                        links[index] = link
+                        classifications = try self.classifications(of: link)
+                    }
+                }
+                return ReachabilityEvaluator.evaluate(lookup, address: address, links: links, classifications: classifications)
             }
         }
         var best = ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
         best.addresses = targets.addresses
         return best
+    }
+
+    /// The link `scope` names, as ``ReachabilityEvaluator/evaluate(_:scope:links:lookup:)``
+    /// reads a scope: a name (the kernel finds alternative names too), else an index in decimal.
+    private func scopeLink(_ scope: String) throws(ReachabilityError) -> Link? {
+        if let link = try kernel({ try connection.link(named: scope) }) { return link }
+        guard let index = Int32(scope) else { return nil }
+        return try kernel { try connection.link(index: index) }
+    }
+
+    /// The classification of `link` and of what it depends on, each asked of the kernel: its
+    /// lower link, its ports (a dump the kernel filters by master) and the lower links that
+    /// only sysfs names. The first failure of the kernel is thrown.
+    private func classifications(of link: Link) throws(ReachabilityError) -> [Int32: LinkClassification] {
+        let failure = Locked<NetlinkError?>(nil)
+        let connection = self.connection
+        func asking<T>(_ fallback: T, _ body: () throws(NetlinkError) -> T) -> T {
+            guard failure.withLock({ $0 == nil }) else { return fallback }
+            do { return try body() } catch {
+                failure.withLock { $0 = error }
+                return fallback
+            }
+        }
+        let source = LinkClassificationCache.LinkSource(
+            link: { index in asking(nil) { () throws(NetlinkError) in try connection.link(index: index) } },
+            ports: { index in asking([]) { () throws(NetlinkError) in try connection.links(masteredBy: index) } },
+            named: { name in asking(nil) { () throws(NetlinkError) in try connection.link(named: name) } })
+        let answers = classifier.classifications(of: [link], from: source)
+        if let error = failure.withLock({ $0 }) { throw .netlink(error) }
+        return answers
     }
 
     private func kernel<T>(_ body: () throws -> T) throws(ReachabilityError) -> T {
