@@ -50,8 +50,9 @@ public final class NetlinkConnection: @unchecked Sendable {
         try withSocket { () throws(NetlinkError) in try socket.links(master: master) }
     }
 
-    /// The link with index `index` now, or nil when there is none: one `RTM_GETLINK` request,
-    /// however many links the namespace has.
+    /// The link with index `index` now, or nil when there is none (and for an index of 0 or
+    /// less, which no link has): one `RTM_GETLINK` request, however many links the namespace
+    /// has.
     public func link(index: Int32) throws(NetlinkError) -> Link? {
         try withSocket { () throws(NetlinkError) in try socket.link(index: index) }
     }

@@ -554,7 +554,9 @@ final class RawRouteSocket {
     /// (`ENODEV`). An answer larger than the buffer is asked for again, once the buffer holds
     /// it (see `receive`).
     func link(index: Int32) throws(NetlinkError) -> Link? {
-        try askLinkTwice(.index(index))
+        // No link has an index of 0 or less (the kernel answers such a request with EINVAL).
+        guard index > 0 else { return nil }
+        return try askLinkTwice(.index(index))
     }
 
     /// The link that `name` names now, its name or one of its alternative names, as the kernel

@@ -51,11 +51,15 @@ struct ProbeLinkReadsTests {
             let expected = try fromEveryLink(IPAddress("fe80::1")!, through: bridge)
             #expect(same(answer, expected), "%\(scope): \(answer) against \(expected)")
         }
-        #expect(try await probe.answer(for: .scopedAddress(IPAddress("fe80::1")!, interface: "nosuch0")).answer.reason == .linkMissing)
+        for scope in ["nosuch0", "0", "-1", "999999"] {
+            #expect(try await probe.answer(for: .scopedAddress(IPAddress("fe80::1")!, interface: scope)).answer.reason == .linkMissing,
+                    "%\(scope)")
+        }
     }
 
     /// With sysfs from a fixture tree: a bridge whose port is a Wi-Fi card takes the port's type,
-    /// the port found by a dump of the bridge's ports.
+    /// the port found by a dump of the bridge's ports; with a dozen ports more, each with its
+    /// veth peer, the links come from one dump once a few were asked for, with the same answer.
     @Test func aBridgesPortsAreReadByADumpOfItsPorts() async throws {
         let ns = try TestNamespace("probefix")
         defer { ns.delete() }
@@ -71,7 +75,7 @@ struct ProbeLinkReadsTests {
             "link set wlp0s20f3 master br0", "link set p2 master br0",
             "link set br0 up", "link set wlp0s20f3 up", "link set e1 up", "link set p2 up", "link set p3 up",
             "address add 10.2.0.1/24 dev br0",
-        ])
+        ] + (4..<16).flatMap { ["link add p\($0) type veth peer name q\($0)", "link set p\($0) master br0", "link set p\($0) up"] })
         // The fixtures' indexes made the live links' (a link whose `IFINDEX` disagrees is read
         // as renamed, and its sysfs facts ignored).
         for name in ["wlp0s20f3"] {

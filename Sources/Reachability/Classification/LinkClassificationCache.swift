@@ -116,8 +116,9 @@ public final class LinkClassificationCache: Sendable {
     /// ones ``classifications(of:)`` gives for these links; the other links are neither read
     /// nor classified, and nothing is forgotten.
     ///
-    /// For one-shot answers (``ReachabilityProbe``): in a namespace of 1 000 links, `reach
-    /// check` read some 5 000 sysfs files to answer with one link.
+    /// For the internet's one-shot answers (``ReachabilityProbe``; an address's asks the
+    /// kernel for each link instead): in a namespace of 1 000 links, `reach check` read some
+    /// 5 000 sysfs files to answer with one link.
     public func classifications(of needed: some Sequence<Int32>,
                                 among links: some Collection<Link>) -> [Int32: LinkClassification] {
         let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
@@ -175,7 +176,9 @@ public final class LinkClassificationCache: Sendable {
                 Self.keep(read, in: &state)
                 return closure.values.map { LinkFacts(link: $0, sysfs: state.sysfs[$0.index]?.facts ?? .absent) }
             }
-            pending = facts.flatMap { $0.sysfs.lowerLinkNames.compactMap { source.named($0) } }.filter { closure[$0.index] == nil }
+            let known = Set(closure.values.map(\.name))
+            pending = facts.flatMap { $0.sysfs.lowerLinkNames.filter { !known.contains($0) }.compactMap { source.named($0) } }
+                .filter { closure[$0.index] == nil }
             if pending.isEmpty { break }
         }
         return LinkClassifier.classify(facts, policy: policy).filter { closure[$0.key] != nil }

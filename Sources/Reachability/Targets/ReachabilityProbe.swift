@@ -108,25 +108,62 @@ public final class ReachabilityProbe: Sendable {
 
     /// The classification of `link` and of what it depends on, each asked of the kernel: its
     /// lower link, its ports (a dump the kernel filters by master) and the lower links that
-    /// only sysfs names. The first failure of the kernel is thrown.
+    /// only sysfs names. After ``requestsBeforeADump`` requests (a bridge of a container host
+    /// has hundreds of ports, each with its lower link), the rest comes from one dump of every
+    /// link: the answers are the same either way. The first failure of the kernel is thrown.
     private func classifications(of link: Link) throws(ReachabilityError) -> [Int32: LinkClassification] {
-        let failure = Locked<NetlinkError?>(nil)
+        struct Asked {
+            var failure: NetlinkError?
+            var requests = 0
+            var everyLink: (byIndex: [Int32: Link], ports: [Int32: [Link]], byName: [String: Link])?
+        }
+        let asked = Locked(Asked())
         let connection = self.connection
-        func asking<T>(_ fallback: T, _ body: () throws(NetlinkError) -> T) -> T {
-            guard failure.withLock({ $0 == nil }) else { return fallback }
-            do { return try body() } catch {
-                failure.withLock { $0 = error }
+        /// `body`'s answer, or, once the requests are spent, `fromEveryLink`'s from one dump.
+        func asking<T>(_ fallback: T, fromEveryLink: (_ byIndex: [Int32: Link], _ ports: [Int32: [Link]], _ byName: [String: Link]) -> T,
+                       _ body: () throws(NetlinkError) -> T) -> T {
+            var state = asked.withLock { $0 }
+            guard state.failure == nil else { return fallback }
+            do {
+                if state.everyLink == nil, state.requests >= Self.requestsBeforeADump {
+                    let links = try connection.links()
+                    var ports: [Int32: [Link]] = [:]
+                    for link in links { if let master = link.masterIndex { ports[master, default: []].append(link) } }
+                    state.everyLink = (Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last }), ports,
+                                       Dictionary(links.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last }))
+                }
+                if let every = state.everyLink {
+                    asked.withLock { $0 = state }
+                    return fromEveryLink(every.byIndex, every.ports, every.byName)
+                }
+                state.requests += 1
+                asked.withLock { $0 = state }
+                return try body()
+            } catch {
+                asked.withLock { $0.failure = error }
                 return fallback
             }
         }
         let source = LinkClassificationCache.LinkSource(
-            link: { index in asking(nil) { () throws(NetlinkError) in try connection.link(index: index) } },
-            ports: { index in asking([]) { () throws(NetlinkError) in try connection.links(masteredBy: index) } },
-            named: { name in asking(nil) { () throws(NetlinkError) in try connection.link(named: name) } })
+            link: { index in
+                asking(nil, fromEveryLink: { byIndex, _, _ in byIndex[index] }) { () throws(NetlinkError) in try connection.link(index: index) }
+            },
+            ports: { index in
+                asking([], fromEveryLink: { _, ports, _ in ports[index] ?? [] }) { () throws(NetlinkError) in
+                    try connection.links(masteredBy: index)
+                }
+            },
+            named: { name in
+                asking(nil, fromEveryLink: { _, _, byName in byName[name] }) { () throws(NetlinkError) in try connection.link(named: name) }
+            })
         let answers = classifier.classifications(of: [link], from: source)
-        if let error = failure.withLock({ $0 }) { throw .netlink(error) }
+        if let error = asked.withLock({ $0.failure }) { throw .netlink(error) }
         return answers
     }
+
+    /// How many links and port lists an address's classification asks of the kernel one by
+    /// one before it reads every link in one dump instead.
+    static let requestsBeforeADump = 8
 
     private func kernel<T>(_ body: () throws -> T) throws(ReachabilityError) -> T {
         do { return try body() } catch let error as NetlinkError { throw .netlink(error) } catch {
