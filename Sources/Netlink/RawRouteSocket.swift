@@ -136,25 +136,18 @@ final class RawRouteSocket {
     private static func openDescriptor(receiveBuffer: Int?) throws(NetlinkError) -> Int32 {
         let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
         guard fd >= 0 else { throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open netlink socket") }
-        var address = sockaddr_nl()
-        address.nl_family = sa_family_t(AF_NETLINK)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
-        }
-        guard bound == 0 else {
-            let code = errno
-            close(fd)
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "bind netlink socket")
-        }
-        var kernel = sockaddr_nl()
-        kernel.nl_family = sa_family_t(AF_NETLINK)
-        let connected = withUnsafePointer(to: &kernel) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
-        }
-        guard connected == 0 else {
-            let code = errno
-            close(fd)
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "connect netlink socket")
+        // Port 0 and no groups: bound, a port the kernel picks; connected, the kernel.
+        var portZero = sockaddr_nl()
+        portZero.nl_family = sa_family_t(AF_NETLINK)
+        for (call, name) in [(bind, "bind"), (connect, "connect")] as [((Int32, UnsafePointer<sockaddr>?, socklen_t) -> Int32, String)] {
+            let done = withUnsafePointer(to: &portZero) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+            }
+            guard done == 0 else {
+                let code = errno
+                close(fd)
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: code, context: "\(name) netlink socket")
+            }
         }
         if let receiveBuffer {
             _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, Int32(receiveBuffer))

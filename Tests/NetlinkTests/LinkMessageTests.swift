@@ -59,21 +59,33 @@ struct LinkMessageTests {
         let connection = try NetlinkConnection(namespace: .named(ns.name))
         for (step, commands) in [("start", [])] + Self.tour(elsewhere: elsewhere.name) {
             try ns.batch(commands)
-            let links = try connection.links()
-            let shown = try ns.ipJSON("-d", "link", "show")
-            #expect(shown.count == links.count, "after \(step)")
-            let indexes = Dictionary(shown.compactMap { entry in (entry["ifname"] as? String).map { ($0, entry["ifindex"] as? Int ?? -1) } },
-                                     uniquingKeysWith: { first, _ in first })
-            for entry in shown {
-                let index = Int32(entry["ifindex"] as? Int ?? -1)
-                guard let link = links.first(where: { $0.index == index }) else {
-                    Issue.record("after \(step): link \(index) is not in the dump")
-                    continue
+            // The dump and `ip` read a moment apart, while the kernel's link watch may still
+            // be setting a new link's state: read both again until they agree (bounded).
+            var difference = ""
+            let agreed = eventually {
+                guard let links = try? connection.links(), let shown = try? ns.ipJSON("-d", "link", "show") else { return false }
+                guard shown.count == links.count else {
+                    difference = "\(links.count) links read, \(shown.count) shown"
+                    return false
                 }
-                let expected = Iproute2Link(entry, indexes: indexes)
-                let read = Iproute2Link(link)
-                #expect(read == expected, "after \(step), \(link.name): read \(read), ip shows \(expected)")
+                let indexes = Dictionary(shown.compactMap { entry in (entry["ifname"] as? String).map { ($0, entry["ifindex"] as? Int ?? -1) } },
+                                         uniquingKeysWith: { first, _ in first })
+                for entry in shown {
+                    let index = Int32(entry["ifindex"] as? Int ?? -1)
+                    guard let link = links.first(where: { $0.index == index }) else {
+                        difference = "link \(index) is not in the dump"
+                        return false
+                    }
+                    let expected = Iproute2Link(entry, indexes: indexes)
+                    let read = Iproute2Link(link)
+                    guard read == expected else {
+                        difference = "\(link.name): read \(read), ip shows \(expected)"
+                        return false
+                    }
+                }
+                return true
             }
+            #expect(agreed, "after \(step): \(difference)")
         }
     }
 

@@ -28,28 +28,18 @@ struct ProbeLinkReadsTests {
         let namespace = try NetworkNamespace.named(ns.name)
         let connection = try NetlinkConnection(namespace: namespace)
         let probe = try ReachabilityProbe(namespace: namespace)
-        let everyLink = try connection.links()
-        let byIndex = Dictionary(everyLink.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        let classifications = LinkClassificationCache(source: .live(namespace)).classifications(of: everyLink)
-        func fromEveryLink(_ address: IPAddress, through link: Int32? = nil) throws -> ReachabilityAnswer {
-            let lookup = try connection.lookupRoute(to: address, outputLinkIndex: link)
-            return ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex, classifications: classifications)
-        }
-        func same(_ a: ReachabilityAnswer, _ b: ReachabilityAnswer) -> Bool {
-            a.flags == b.flags && a.reason == b.reason && a.interface == b.interface && a.gateway == b.gateway
-        }
+        let reference = FullDumpReference(connection: connection, classifier: LinkClassificationCache(source: .live(namespace)))
         for text in ["10.1.0.9", "10.2.0.9", "10.3.0.9", "10.4.0.9", "198.51.100.7", "127.0.0.1", "10.1.0.1", "10.99.0.1"] {
             let address = try #require(IPAddress(text))
-            let (answer, _) = try await probe.answer(for: .address(address))
-            let expected = try fromEveryLink(address)
-            #expect(same(answer, expected), "\(text): \(answer) against \(expected)")
+            let (answer, expected) = try await reference.agreeing(probe, .address(address), address)
+            #expect(FullDumpReference.same(answer, expected), "\(text): \(answer) against \(expected)")
         }
         // Scoped: by name, alternative name and index, each the answer through that link.
         let bridge = try ns.index(of: "br0")
         for scope in ["br0", "lan-bridge0", String(bridge)] {
-            let (answer, _) = try await probe.answer(for: .scopedAddress(IPAddress("fe80::1")!, interface: scope))
-            let expected = try fromEveryLink(IPAddress("fe80::1")!, through: bridge)
-            #expect(same(answer, expected), "%\(scope): \(answer) against \(expected)")
+            let address = IPAddress("fe80::1")!
+            let (answer, expected) = try await reference.agreeing(probe, .scopedAddress(address, interface: scope), address, through: bridge)
+            #expect(FullDumpReference.same(answer, expected), "%\(scope): \(answer) against \(expected)")
         }
         for scope in ["nosuch0", "0", "-1", "999999"] {
             #expect(try await probe.answer(for: .scopedAddress(IPAddress("fe80::1")!, interface: scope)).answer.reason == .linkMissing,
@@ -95,16 +85,47 @@ struct ProbeLinkReadsTests {
         let source = SysfsSource(root: root, namespace: namespace)
         let probe = try ReachabilityProbe(namespace: namespace, sysfs: source)
         let connection = try NetlinkConnection(namespace: namespace)
-        let everyLink = try connection.links()
-        let byIndex = Dictionary(everyLink.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        let classifications = LinkClassificationCache(source: source).classifications(of: everyLink)
+        let reference = FullDumpReference(connection: connection, classifier: LinkClassificationCache(source: source))
         for (text, type) in [("10.2.0.9", InterfaceType.wifi)] {
             let address = try #require(IPAddress(text))
-            let (answer, _) = try await probe.answer(for: .address(address))
-            let expected = ReachabilityEvaluator.evaluate(try connection.lookupRoute(to: address), address: address,
-                                                          links: byIndex, classifications: classifications)
-            #expect(answer.interface == expected.interface && answer.flags == expected.flags, "\(text): \(answer) against \(expected)")
+            let (answer, expected) = try await reference.agreeing(probe, .address(address), address)
+            #expect(FullDumpReference.same(answer, expected), "\(text): \(answer) against \(expected)")
             #expect(answer.interface?.classification.type == type, "\(text): \(answer)")
         }
+    }
+}
+
+/// The answer made here from a full dump of the links, to compare a probe's with.
+private struct FullDumpReference {
+    let connection: NetlinkConnection
+    let classifier: LinkClassificationCache
+
+    /// The answer for `address` (through link `through`, if given) from every link, read now.
+    func answer(_ address: IPAddress, through link: Int32? = nil) throws -> ReachabilityAnswer {
+        let everyLink = try connection.links()
+        let byIndex = Dictionary(everyLink.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        let lookup = try connection.lookupRoute(to: address, outputLinkIndex: link)
+        return ReachabilityEvaluator.evaluate(lookup, address: address, links: byIndex,
+                                              classifications: classifier.classifications(of: everyLink))
+    }
+
+    /// The probe's answer for `target` and this one, read again (bounded) until they agree:
+    /// the two read a moment apart, while the kernel's link watch may still be setting a new
+    /// link's state.
+    func agreeing(_ probe: ReachabilityProbe, _ target: ReachabilityTarget, _ address: IPAddress,
+                  through link: Int32? = nil) async throws -> (ReachabilityAnswer, ReachabilityAnswer) {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            let answer = try await probe.answer(for: target).answer
+            let expected = try self.answer(address, through: link)
+            if Self.same(answer, expected) || ContinuousClock.now > deadline { return (answer, expected) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Whether two answers say the same: flags, reason, interface (with its classification)
+    /// and gateway.
+    static func same(_ a: ReachabilityAnswer, _ b: ReachabilityAnswer) -> Bool {
+        a.flags == b.flags && a.reason == b.reason && a.interface == b.interface && a.gateway == b.gateway
     }
 }
