@@ -82,6 +82,11 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
         "\(index): \(name) \(arphrdType) \(kind ?? "-") \(flags) \(operState) mtu \(mtu)"
     }
 
+    /// The longest name a link can have, in bytes (`IFNAMSIZ` less its NUL).
+    package static let longestName = 15
+    /// The longest alternative name a link can have, in bytes (`ALTIFNAMSIZ` less its NUL).
+    package static let longestAlternativeName = 127
+
     /// The link that `name` names among `links`: the link of that name, else one that has it
     /// among its ``alternativeNames``, one that is up first, then the lowest index. The kernel
     /// gives each name to one link, but it tells of no change of a down link's alternative

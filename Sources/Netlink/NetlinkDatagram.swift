@@ -27,6 +27,15 @@ func forEachNetlinkMessage<Failure: Error>(in datagram: UnsafeMutableRawBufferPo
     }
 }
 
+/// Replaces `buffer` with one that holds `size` bytes, and at least twice as many as before, in
+/// whole pages: after a datagram that did not fit (a link with hundreds of alternative names),
+/// room for the next to be a little larger. Nothing read into the old buffer may be in use.
+func growDatagramBuffer(_ buffer: inout UnsafeMutableRawBufferPointer, toHold size: Int, alignment: Int) {
+    let bytes = (max(size, 2 * buffer.count) + 4095) & ~4095
+    buffer.deallocate()
+    buffer = .allocate(byteCount: bytes, alignment: alignment)
+}
+
 /// The largest dump datagram the kernel fills (`SKB_WITH_OVERHEAD(32768)` in `netlink_recvmsg`),
 /// rounded up: a read into this many bytes is never cut short, but in a link dump, whose
 /// datagrams are as large as its largest link message (`rtnl_calcit`; over 64 KiB for a link

@@ -558,10 +558,10 @@ final class RawRouteSocket {
     /// link can have (empty, over 127 bytes, with a NUL) is not asked for.
     func link(named name: String) throws(NetlinkError) -> Link? {
         let bytes = Array(name.utf8)
-        guard (1...127).contains(bytes.count), !bytes.contains(0) else { return nil }
+        guard (1...Link.longestAlternativeName).contains(bytes.count), !bytes.contains(0) else { return nil }
         do {
             return try askLinkTwice(.name(bytes))
-        } catch where bytes.count > 15 && error.systemErrno == EINVAL {
+        } catch where bytes.count > Link.longestName && error.systemErrno == EINVAL {
             // A kernel before alternative names does not know `IFLA_ALT_IFNAME`, and no link
             // there has a name that long.
             return nil
@@ -599,7 +599,7 @@ final class RawRouteSocket {
             context = "link \(index)"
         case .name(let bytes):
             request.append(header)
-            request.appendAttribute(UInt16(bytes.count > 15 ? IFLA_ALT_IFNAME : IFLA_IFNAME), string: bytes)
+            request.appendAttribute(UInt16(bytes.count > Link.longestName ? IFLA_ALT_IFNAME : IFLA_IFNAME), string: bytes)
             context = "link \(String(decoding: bytes, as: UTF8.self))"
         }
         request.appendAttribute(UInt16(IFLA_EXT_MASK), Self.linkExtensionMask)
@@ -799,13 +799,10 @@ final class RawRouteSocket {
         }
     }
 
-    /// Replaces the buffer with one that holds `size` bytes, and at least twice the old one,
-    /// in whole pages: room for the link to grow a little more. Nothing read into the old one
-    /// is in use: each read's messages are handled before the next read.
+    /// Grows the buffer to hold `size` bytes (`growDatagramBuffer`). Nothing read into the old
+    /// one is in use: each read's messages are handled before the next read.
     private func growBuffer(toHold size: Int) {
-        let bytes = (max(size, 2 * buffer.count) + 4095) & ~4095
-        buffer.deallocate()
-        buffer = .allocate(byteCount: bytes, alignment: 8)
+        growDatagramBuffer(&buffer, toHold: size, alignment: 8)
     }
 
     /// Takes the datagram last peeked on `fd` without copying it. A failed read abandons the

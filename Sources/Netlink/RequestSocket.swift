@@ -59,19 +59,10 @@ final class RequestSocket {
 
     deinit { nl_socket_free(handle) }
 
-    /// The links of the namespace, sorted by index: a dump read from the kernel's bytes
-    /// (``RawRouteSocket/forEachLink(_:)``), asked again while a change interrupts it.
-    func links() throws(NetlinkError) -> [Link] {
-        var links: [Link] = []
-        try repeatingInterruptedDumps(restart: { links.removeAll() }) { () throws(NetlinkError) in
-            try raw.forEachLink { links.append($0) }
-        }
-        return links.sorted { $0.index < $1.index }
-    }
-
-    /// The ports of link `master` (the links it is the master of), sorted by index: a dump
-    /// the kernel filters.
-    func links(master: Int32) throws(NetlinkError) -> [Link] {
+    /// The links of the namespace, or only the ports of link `master` (a dump the kernel
+    /// filters), sorted by index: a dump read from the kernel's bytes
+    /// (``RawRouteSocket/forEachLink(master:_:)``), asked again while a change interrupts it.
+    func links(master: Int32? = nil) throws(NetlinkError) -> [Link] {
         var links: [Link] = []
         try repeatingInterruptedDumps(restart: { links.removeAll() }) { () throws(NetlinkError) in
             try raw.forEachLink(master: master) { links.append($0) }

@@ -464,9 +464,7 @@ final class SubscriptionEngine: @unchecked Sendable {
                 // link with hundreds of alternative names), with room for it to grow, so that
                 // the next one is read.
                 if received > receiveBuffer.count {
-                    let size = (max(received, 2 * receiveBuffer.count) + 4095) & ~4095
-                    receiveBuffer.deallocate()
-                    receiveBuffer = .allocate(byteCount: size, alignment: MemoryLayout<nlmsghdr>.alignment)
+                    growDatagramBuffer(&receiveBuffer, toHold: received, alignment: MemoryLayout<nlmsghdr>.alignment)
                 }
                 resynchronize(reason: .error(NetlinkError(code: NetlinkError.messageTruncated.code, context: "read notifications")))
                 return

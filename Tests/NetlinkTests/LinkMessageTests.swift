@@ -60,32 +60,16 @@ struct LinkMessageTests {
         for (step, commands) in [("start", [])] + Self.tour(elsewhere: elsewhere.name) {
             try ns.batch(commands)
             // The dump and `ip` read a moment apart, while the kernel's link watch may still
-            // be setting a new link's state: read both again until they agree (bounded).
-            var difference = ""
-            let agreed = eventually {
-                guard let links = try? connection.links(), let shown = try? ns.ipJSON("-d", "link", "show") else { return false }
-                guard shown.count == links.count else {
-                    difference = "\(links.count) links read, \(shown.count) shown"
-                    return false
-                }
+            // be setting a new link's state: `expectAgreement` reads both again until they agree.
+            expectAgreement(after: step, mine: {
+                Dictionary(((try? connection.links()) ?? []).map { ($0.index, Iproute2Link($0)) }, uniquingKeysWith: { first, _ in first })
+            }, truth: {
+                let shown = try ns.ipJSON("-d", "link", "show")
                 let indexes = Dictionary(shown.compactMap { entry in (entry["ifname"] as? String).map { ($0, entry["ifindex"] as? Int ?? -1) } },
                                          uniquingKeysWith: { first, _ in first })
-                for entry in shown {
-                    let index = Int32(entry["ifindex"] as? Int ?? -1)
-                    guard let link = links.first(where: { $0.index == index }) else {
-                        difference = "link \(index) is not in the dump"
-                        return false
-                    }
-                    let expected = Iproute2Link(entry, indexes: indexes)
-                    let read = Iproute2Link(link)
-                    guard read == expected else {
-                        difference = "\(link.name): read \(read), ip shows \(expected)"
-                        return false
-                    }
-                }
-                return true
-            }
-            #expect(agreed, "after \(step): \(difference)")
+                return Dictionary(shown.map { (Int32($0["ifindex"] as? Int ?? -1), Iproute2Link($0, indexes: indexes)) },
+                                  uniquingKeysWith: { first, _ in first })
+            })
         }
     }
 

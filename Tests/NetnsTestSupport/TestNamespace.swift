@@ -136,14 +136,14 @@ public func settledValue<T: Equatable>(every interval: Double, within seconds: D
     return nil
 }
 
-/// ``eventually(_:_:)`` for async tests whose condition waits for a task of their own: it
-/// sleeps by suspending, so it does not hold one of the few threads of Swift's cooperative pool
-/// (two on a two-core machine), which that task may need.
-public func awaitEventually(_ seconds: Double = 30, _ condition: () throws -> Bool) async rethrows -> Bool {
+/// ``eventually(_:_:)`` for async tests whose condition waits for a task of their own, or is
+/// async itself: it sleeps by suspending, so it does not hold one of the few threads of Swift's
+/// cooperative pool (two on a two-core machine), which that task may need.
+public func awaitEventually(_ seconds: Double = 30, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-        if try condition() { return true }
+        if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
     }
-    return try condition()
+    return try await condition()
 }

@@ -114,13 +114,13 @@ private struct FullDumpReference {
     /// link's state.
     func agreeing(_ probe: ReachabilityProbe, _ target: ReachabilityTarget, _ address: IPAddress,
                   through link: Int32? = nil) async throws -> (ReachabilityAnswer, ReachabilityAnswer) {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while true {
-            let answer = try await probe.answer(for: target).answer
-            let expected = try self.answer(address, through: link)
-            if Self.same(answer, expected) || ContinuousClock.now > deadline { return (answer, expected) }
-            try await Task.sleep(for: .milliseconds(50))
+        var last: (ReachabilityAnswer, ReachabilityAnswer)?
+        _ = try await awaitEventually {
+            let answers = (try await probe.answer(for: target).answer, try self.answer(address, through: link))
+            last = answers
+            return Self.same(answers.0, answers.1)
         }
+        return last!
     }
 
     /// Whether two answers say the same: flags, reason, interface (with its classification)

@@ -121,14 +121,8 @@ public final class LinkClassificationCache: Sendable {
     /// 5 000 sysfs files to answer with one link.
     public func classifications(of needed: some Sequence<Int32>,
                                 among links: some Collection<Link>) -> [Int32: LinkClassification] {
-        let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        var ports: [Int32: [Link]] = [:]
-        for link in links {
-            if let master = link.masterIndex { ports[master, default: []].append(link) }
-        }
-        let byName = Dictionary(links.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        let source = LinkSource(link: { byIndex[$0] }, ports: { ports[$0] ?? [] }, named: { byName[$0] })
-        return classifications(of: needed.compactMap { byIndex[$0] }, from: source)
+        let source = LinkSource(everyLink: links)
+        return classifications(of: needed.compactMap { source.link($0) }, from: source)
     }
 
     /// Where ``classifications(of:from:)`` finds the links that answers depend on: by index
@@ -150,6 +144,18 @@ public final class LinkClassificationCache: Sendable {
             self.link = link
             self.ports = ports
             self.named = named
+        }
+
+        /// A source that answers from `links`, every link of the namespace (by name: a link's
+        /// name, as sysfs's lower-link entries give it).
+        package init(everyLink links: some Collection<Link>) {
+            let byIndex = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+            var ports: [Int32: [Link]] = [:]
+            for link in links {
+                if let master = link.masterIndex { ports[master, default: []].append(link) }
+            }
+            let byName = Dictionary(links.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+            self.init(link: { byIndex[$0] }, ports: { ports[$0] ?? [] }, named: { byName[$0] })
         }
     }
 

@@ -112,29 +112,25 @@ public final class ReachabilityProbe: Sendable {
     /// has hundreds of ports, each with its lower link), the rest comes from one dump of every
     /// link: the answers are the same either way. The first failure of the kernel is thrown.
     private func classifications(of link: Link) throws(ReachabilityError) -> [Int32: LinkClassification] {
+        typealias LinkSource = LinkClassificationCache.LinkSource
         struct Asked {
             var failure: NetlinkError?
             var requests = 0
-            var everyLink: (byIndex: [Int32: Link], ports: [Int32: [Link]], byName: [String: Link])?
+            var everyLink: LinkSource?
         }
         let asked = Locked(Asked())
         let connection = self.connection
         /// `body`'s answer, or, once the requests are spent, `fromEveryLink`'s from one dump.
-        func asking<T>(_ fallback: T, fromEveryLink: (_ byIndex: [Int32: Link], _ ports: [Int32: [Link]], _ byName: [String: Link]) -> T,
-                       _ body: () throws(NetlinkError) -> T) -> T {
+        func asking<T>(_ fallback: T, fromEveryLink: (LinkSource) -> T, _ body: () throws(NetlinkError) -> T) -> T {
             var state = asked.withLock { $0 }
             guard state.failure == nil else { return fallback }
             do {
                 if state.everyLink == nil, state.requests >= Self.requestsBeforeADump {
-                    let links = try connection.links()
-                    var ports: [Int32: [Link]] = [:]
-                    for link in links { if let master = link.masterIndex { ports[master, default: []].append(link) } }
-                    state.everyLink = (Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last }), ports,
-                                       Dictionary(links.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last }))
+                    state.everyLink = LinkSource(everyLink: try connection.links())
                 }
                 if let every = state.everyLink {
                     asked.withLock { $0 = state }
-                    return fromEveryLink(every.byIndex, every.ports, every.byName)
+                    return fromEveryLink(every)
                 }
                 state.requests += 1
                 asked.withLock { $0 = state }
@@ -144,18 +140,12 @@ public final class ReachabilityProbe: Sendable {
                 return fallback
             }
         }
-        let source = LinkClassificationCache.LinkSource(
-            link: { index in
-                asking(nil, fromEveryLink: { byIndex, _, _ in byIndex[index] }) { () throws(NetlinkError) in try connection.link(index: index) }
-            },
+        let source = LinkSource(
+            link: { index in asking(nil, fromEveryLink: { $0.link(index) }) { () throws(NetlinkError) in try connection.link(index: index) } },
             ports: { index in
-                asking([], fromEveryLink: { _, ports, _ in ports[index] ?? [] }) { () throws(NetlinkError) in
-                    try connection.links(masteredBy: index)
-                }
+                asking([], fromEveryLink: { $0.ports(index) }) { () throws(NetlinkError) in try connection.links(masteredBy: index) }
             },
-            named: { name in
-                asking(nil, fromEveryLink: { _, _, byName in byName[name] }) { () throws(NetlinkError) in try connection.link(named: name) }
-            })
+            named: { name in asking(nil, fromEveryLink: { $0.named(name) }) { () throws(NetlinkError) in try connection.link(named: name) } })
         let answers = classifier.classifications(of: [link], from: source)
         if let error = asked.withLock({ $0.failure }) { throw .netlink(error) }
         return answers

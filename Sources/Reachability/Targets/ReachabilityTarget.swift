@@ -88,7 +88,7 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// scope here, and the link's index is.
     static func isValidInterfaceName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
-        guard (1...127).contains(bytes.count), name != ".", name != ".." else { return false }
+        guard (1...Link.longestAlternativeName).contains(bytes.count), name != ".", name != ".." else { return false }
         return bytes.allSatisfy { byte in
             byte > 0x20 && byte < 0x7f && byte != UInt8(ascii: "/") && byte != UInt8(ascii: ":") && byte != UInt8(ascii: "%")
         }
