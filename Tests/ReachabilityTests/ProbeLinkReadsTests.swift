@@ -47,9 +47,53 @@ struct ProbeLinkReadsTests {
         }
     }
 
+    /// The internet's answer reads only its default routes' links (and the loopback link for a
+    /// rule that selects by input link), or every link when the walk needs addresses. Each step
+    /// changes what the answer depends on: a multipath route over a bridge, a rule's
+    /// `suppress_ifgroup`, an `iif lo` rule, more hop links than the probe asks for one by one,
+    /// a rule that selects by source.
+    @Test func theInternetsAnswerFromItsRoutesLinksIsTheAnswerOfAFullDump() async throws {
+        let ns = try TestNamespace("probenet")
+        defer { ns.delete() }
+        try ns.batch([
+            "link add v0 type veth peer name v1", "link set v0 up", "link set v1 up", "address add 10.1.0.1/24 dev v0",
+            "link add br0 type bridge", "link add p0 type veth peer name p1",
+            "link set p0 master br0", "link set br0 up", "link set p0 up", "link set p1 up",
+            "address add 10.2.0.1/24 dev br0",
+            "route add default via 10.1.0.254",
+        ] + (0..<10).flatMap { ["link add h\($0) type veth peer name k\($0)", "link set h\($0) up", "link set k\($0) up",
+                                "address add 10.5.\($0).1/24 dev h\($0)"] })
+        let namespace = try NetworkNamespace.named(ns.name)
+        let connection = try NetlinkConnection(namespace: namespace)
+        let probe = try ReachabilityProbe(namespace: namespace)
+        let reference = FullDumpReference(connection: connection, classifier: LinkClassificationCache(source: .live(namespace)))
+        // Each step: its commands, and the link the answer goes out through afterwards.
+        let steps: [(String, [String], String)] = [
+            ("one default route", [], "v0"),
+            ("multipath, the first hop without carrier",
+             ["route replace default nexthop via 10.1.0.254 nexthop via 10.2.0.254", "link set v1 down"], "br0"),
+            ("suppress_ifgroup", ["link set v1 up", "link set v0 group 5", "route replace default via 10.1.0.254",
+                                  "route add default via 10.2.0.254 table 100",
+                                  "rule add table main suppress_ifgroup 5 pref 100", "rule add table 100 pref 200"], "br0"),
+            // The kernel matches the loopback link by index; the walk by its name, read here.
+            ("iif of a renamed loopback link", ["rule del pref 100", "rule del pref 200", "link set lo down", "link set lo name lp", "link set lp up",
+                                                "rule add iif lp table 100 pref 50"], "br0"),
+            ("ten hop links", ["rule del pref 50", "route replace default "
+                               + (0..<10).map { "nexthop via 10.5.\($0).254" }.joined(separator: " ")], "h0"),
+            ("a rule by source", ["rule add from 10.5.0.1 table 100 pref 40"], "br0"),
+        ]
+        for (step, commands, link) in steps {
+            if !commands.isEmpty { try ns.batch(commands) }
+            let (answer, expected) = try await reference.agreeing(probe, .internet)
+            #expect(FullDumpReference.same(answer, expected), "\(step): \(answer) against \(expected)")
+            #expect(answer.interface?.name == link, "\(step): \(answer)")
+        }
+    }
+
     /// With sysfs from a fixture tree: a bridge whose port is a Wi-Fi card takes the port's type,
     /// the port found by a dump of the bridge's ports; with a dozen ports more, each with its
     /// veth peer, the links come from one dump once a few were asked for, with the same answer.
+    /// So does the internet's answer through the bridge, the second hop of its default route.
     @Test func aBridgesPortsAreReadByADumpOfItsPorts() async throws {
         let ns = try TestNamespace("probefix")
         defer { ns.delete() }
@@ -65,6 +109,9 @@ struct ProbeLinkReadsTests {
             "link set wlp0s20f3 master br0", "link set p2 master br0",
             "link set br0 up", "link set wlp0s20f3 up", "link set e1 up", "link set p2 up", "link set p3 up",
             "address add 10.2.0.1/24 dev br0",
+            // The internet through two hops, the first without carrier: the answer is the bridge's.
+            "link add v0 type veth peer name v1", "link set v0 up", "address add 10.1.0.1/24 dev v0",
+            "route add default nexthop via 10.1.0.254 nexthop via 10.2.0.254",
         ] + (4..<16).flatMap { ["link add p\($0) type veth peer name q\($0)", "link set p\($0) master br0", "link set p\($0) up"] })
         // The fixtures' indexes made the live links' (a link whose `IFINDEX` disagrees is read
         // as renamed, and its sysfs facts ignored).
@@ -92,6 +139,9 @@ struct ProbeLinkReadsTests {
             #expect(FullDumpReference.same(answer, expected), "\(text): \(answer) against \(expected)")
             #expect(answer.interface?.classification.type == type, "\(text): \(answer)")
         }
+        let (answer, expected) = try await reference.agreeing(probe, .internet)
+        #expect(FullDumpReference.same(answer, expected), "internet: \(answer) against \(expected)")
+        #expect(answer.interface?.name == "br0" && answer.interface?.classification.type == .wifi, "internet: \(answer)")
     }
 }
 
@@ -109,14 +159,24 @@ private struct FullDumpReference {
                                               classifications: classifier.classifications(of: everyLink))
     }
 
-    /// The probe's answer for `target` and this one, read again (bounded) until they agree:
+    /// The internet's answer from every link, address, default route and rule, read now.
+    func internetAnswer() throws -> ReachabilityAnswer {
+        let everyLink = try connection.links()
+        var state = try NetworkState(links: everyLink, addresses: connection.addresses(), defaultRoutes: connection.defaultRoutes())
+        state.policyRules = try connection.rules()
+        return ReachabilityEvaluator.evaluateInternet(state, classifications: classifier.classifications(of: everyLink))
+    }
+
+    /// The probe's answer for `target` and this one for `address` (through link `through`, if
+    /// given), or for the internet without an address, read again (bounded) until they agree:
     /// the two read a moment apart, while the kernel's link watch may still be setting a new
     /// link's state.
-    func agreeing(_ probe: ReachabilityProbe, _ target: ReachabilityTarget, _ address: IPAddress,
+    func agreeing(_ probe: ReachabilityProbe, _ target: ReachabilityTarget, _ address: IPAddress? = nil,
                   through link: Int32? = nil) async throws -> (ReachabilityAnswer, ReachabilityAnswer) {
         var last: (ReachabilityAnswer, ReachabilityAnswer)?
         _ = try await awaitEventually {
-            let answers = (try await probe.answer(for: target).answer, try self.answer(address, through: link))
+            let expected = try address.map { try self.answer($0, through: link) } ?? self.internetAnswer()
+            let answers = (try await probe.answer(for: target).answer, expected)
             last = answers
             return Self.same(answers.0, answers.1)
         }

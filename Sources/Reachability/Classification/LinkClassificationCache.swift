@@ -175,7 +175,9 @@ public final class LinkClassificationCache: Sendable {
                 if let lower = LinkFacts.lowerLinkIndex(of: link), closure[lower] == nil, let below = source.link(lower) {
                     pending.append(below)
                 }
-                pending.append(contentsOf: source.ports(link.index).filter { closure[$0.index] == nil })
+                if LinkClassifier.portsMayDecideType(ofKind: link.kind) {
+                    pending.append(contentsOf: source.ports(link.index).filter { closure[$0.index] == nil })
+                }
             }
             let read = readStaleSysfs(of: closure.values)
             facts = state.withLock { state in

@@ -64,6 +64,16 @@ public enum LinkClassifier {
     /// hard interfaces, which the kernel makes its ports (`netdev_master_upper_dev_link`).
     static let portsVoteRtnetlinkKinds: Set<String> = ["batadv"]
 
+    /// Whether the ports of a link of rtnetlink kind `kind` can decide its type: not when the
+    /// kind is known and neither a bridge's, a bond's nor one of ``portsVoteRtnetlinkKinds`` (a
+    /// veth, a VRF, a dummy), whatever its sysfs says (``classify(_:)`` gives such a kind
+    /// before anything but a radio, loopback or cellular, none of which looks at ports). So
+    /// such a link's ports need not be read.
+    static func portsMayDecideType(ofKind kind: String?) -> Bool {
+        guard let kind, let known = LinkKind(rtnetlinkKind: kind) else { return true }
+        return known.inheritsLowerType || portsVoteRtnetlinkKinds.contains(kind)
+    }
+
     /// Stacked links are followed at most this deep (the kernel allows 8, `MAX_NEST_DEV`).
     static let maximumStackDepth = 16
 

@@ -6,9 +6,11 @@ import Netlink
 /// go out through, with what those stack on (sysfs is read once per link and kept; the other
 /// links are not read). An address's answer asks the kernel for those links one by one (the
 /// scope's, the output link, its lower link, its ports), so it costs the same with 3 links or
-/// 1 000; the internet's reads every link, its default routes and its policy rules, whose walk
-/// can ask any link's interface group. For answers that follow changes, use ``Reachability`` or
-/// ``NetworkPathMonitor``.
+/// 1 000. The internet's reads the default routes and the policy rules, then the links of the
+/// routes' next hops the same way (and the loopback link, whose name an `iif` rule compares);
+/// only when a rule or a default route selects by source does it read every link and address,
+/// which the kernel chooses a source from. For answers that follow changes, use
+/// ``Reachability`` or ``NetworkPathMonitor``.
 public final class ReachabilityProbe: Sendable {
     /// The namespace asked.
     public let namespace: NetworkNamespace
@@ -42,16 +44,22 @@ public final class ReachabilityProbe: Sendable {
     public func answer(for target: ReachabilityTarget) async throws(ReachabilityError) -> (answer: ReachabilityAnswer, addresses: [IPAddress]) {
         switch target.judged {
         case .internet:
-            var state = try kernel { try NetworkState(links: connection.links(), addresses: [], defaultRoutes: connection.defaultRoutes()) }
+            var state = try kernel { try NetworkState(links: [], addresses: [], defaultRoutes: connection.defaultRoutes()) }
             state.policyRules = try kernel { try connection.rules() }
-            // A rule or a default route that selects by source: the walk needs the addresses a
-            // source comes from.
+            let classifications: [Int32: LinkClassification]
             if ReachabilityEvaluator.internetDependsOnAddresses(state) {
+                // A rule or a default route that selects by source: the walk needs the
+                // addresses a source comes from, which the kernel chooses over every link.
+                let links = try kernel { try connection.links() }
                 let addresses = try kernel { try connection.addresses() }
+                state.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
                 state.addresses = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+                classifications = classifier.classifications(of: Self.hopLinks(of: state), among: state.links.values)
+            } else {
+                // Else the walk and the answers look only at the next hops' links.
+                state.links = try internetLinks(of: state)
+                classifications = try self.classifications(of: Self.hopLinks(of: state).compactMap { state.links[$0] })
             }
-            let used = state.defaultRoutes.values.compactMap(\.outputLinkIndex)
-            let classifications = classifier.classifications(of: used, among: state.links.values)
             return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])
         case .address(let address):
             return (try answer(to: [ResolvedAddress(address)], from: nil), [address])
@@ -87,7 +95,7 @@ public final class ReachabilityProbe: Sendable {
                     let found = links[index] != nil ? links[index] : try kernel { try connection.link(index: index) }
                     if let link = found {
                         links[index] = link
-                        classifications = try self.classifications(of: link)
+                        classifications = try self.classifications(of: [link])
                     }
                 }
                 return ReachabilityEvaluator.evaluate(lookup, address: address, links: links, classifications: classifications)
@@ -106,12 +114,37 @@ public final class ReachabilityProbe: Sendable {
         return try kernel { try connection.link(index: index) }
     }
 
-    /// The classification of `link` and of what it depends on, each asked of the kernel: its
+    /// The links whose state the internet's answer reads when its walk needs no addresses:
+    /// each default route's next hops' links (their state, and their interface group for a
+    /// rule's `suppress_ifgroup`), and the loopback link when a rule selects by input link
+    /// (the walk compares its name). Each is asked of the kernel; more than
+    /// ``requestsBeforeADump`` of them come from one dump of every link instead.
+    private func internetLinks(of state: NetworkState) throws(ReachabilityError) -> [Int32: Link] {
+        var indexes = Set(Self.hopLinks(of: state))
+        if state.policyRules.values.contains(where: { $0.contains { $0.inputLinkName != nil } }) {
+            indexes.insert(ReachabilityEvaluator.loopbackIndex)
+        }
+        var links: [Int32: Link] = [:]
+        if indexes.count > Self.requestsBeforeADump {
+            for link in try kernel({ try connection.links() }) where indexes.contains(link.index) { links[link.index] = link }
+        } else {
+            for index in indexes { links[index] = try kernel { try connection.link(index: index) } }
+        }
+        return links
+    }
+
+    /// The links of every next hop of `state`'s default routes, each once, in the routes' order.
+    private static func hopLinks(of state: NetworkState) -> [Int32] {
+        var seen: Set<Int32> = []
+        return state.defaultRoutes.values.flatMap { $0.nexthops.compactMap(\.linkIndex) }.filter { seen.insert($0).inserted }
+    }
+
+    /// The classification of `links` and of what they depend on, each asked of the kernel: its
     /// lower link, its ports (a dump the kernel filters by master) and the lower links that
     /// only sysfs names. After ``requestsBeforeADump`` requests (a bridge of a container host
     /// has hundreds of ports, each with its lower link), the rest comes from one dump of every
     /// link: the answers are the same either way. The first failure of the kernel is thrown.
-    private func classifications(of link: Link) throws(ReachabilityError) -> [Int32: LinkClassification] {
+    private func classifications(of links: [Link]) throws(ReachabilityError) -> [Int32: LinkClassification] {
         typealias LinkSource = LinkClassificationCache.LinkSource
         struct Asked {
             var failure: NetlinkError?
@@ -146,7 +179,7 @@ public final class ReachabilityProbe: Sendable {
                 asking([], fromEveryLink: { $0.ports(index) }) { () throws(NetlinkError) in try connection.links(masteredBy: index) }
             },
             named: { name in asking(nil, fromEveryLink: { $0.named(name) }) { () throws(NetlinkError) in try connection.link(named: name) } })
-        let answers = classifier.classifications(of: [link], from: source)
+        let answers = classifier.classifications(of: links, from: source)
         if let error = asked.withLock({ $0.failure }) { throw .netlink(error) }
         return answers
     }
