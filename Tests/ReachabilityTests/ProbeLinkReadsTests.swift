@@ -51,7 +51,8 @@ struct ProbeLinkReadsTests {
     /// rule that selects by input link), or every link when the walk needs addresses. Each step
     /// changes what the answer depends on: a multipath route over a bridge, a rule's
     /// `suppress_ifgroup`, an `iif lo` rule, more hop links than the probe asks for one by one,
-    /// a rule that selects by source.
+    /// a rule that selects by source, IPv6 with and without rules, a table that no rule looks
+    /// up.
     @Test func theInternetsAnswerFromItsRoutesLinksIsTheAnswerOfAFullDump() async throws {
         let ns = try TestNamespace("probenet")
         defer { ns.delete() }
@@ -81,9 +82,20 @@ struct ProbeLinkReadsTests {
             ("ten hop links", ["rule del pref 50", "route replace default "
                                + (0..<10).map { "nexthop via 10.5.\($0).254" }.joined(separator: " ")], "h0"),
             ("a rule by source", ["rule add from 10.5.0.1 table 100 pref 40"], "br0"),
+            ("IPv6 alone", ["rule del pref 40", "route del default", "address add 2001:db8:1::1/64 dev v0 nodad",
+                            "route add default via 2001:db8:1::fe dev v0"], "v0"),
+            // Without rules, IPv6 follows its default ones (the walk's `defaultIPv6Rules`).
+            ("IPv6 without rules", ["-6 rule del pref 0", "-6 rule del pref 32766"], "v0"),
+            ("a table no rule looks up", ["route add default via 10.2.0.254 table 300",
+                                          "route add default via 2001:db8:1::fe dev v0 table 300"], "v0"),
         ]
         for (step, commands, link) in steps {
-            if !commands.isEmpty { try ns.batch(commands) }
+            // `ip -batch` takes no options: a line for IPv6 rules runs on its own.
+            for command in commands where command.hasPrefix("-6 ") {
+                try run(["ip", "-n", ns.name] + command.split(separator: " ").map(String.init))
+            }
+            let batch = commands.filter { !$0.hasPrefix("-6 ") }
+            if !batch.isEmpty { try ns.batch(batch) }
             let (answer, expected) = try await reference.agreeing(probe, .internet)
             #expect(FullDumpReference.same(answer, expected), "\(step): \(answer) against \(expected)")
             #expect(answer.interface?.name == link, "\(step): \(answer)")

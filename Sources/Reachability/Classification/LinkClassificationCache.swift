@@ -172,7 +172,8 @@ public final class LinkClassificationCache: Sendable {
             while let link = pending.popLast() {
                 guard closure[link.index] == nil else { continue }
                 closure[link.index] = link
-                if let lower = LinkFacts.lowerLinkIndex(of: link), closure[lower] == nil, let below = source.link(lower) {
+                if LinkClassifier.lowerLinkMayDecideType(ofKind: link.kind), let lower = LinkFacts.lowerLinkIndex(of: link),
+                   closure[lower] == nil, let below = source.link(lower) {
                     pending.append(below)
                 }
                 if LinkClassifier.portsMayDecideType(ofKind: link.kind) {

@@ -65,13 +65,24 @@ public enum LinkClassifier {
     static let portsVoteRtnetlinkKinds: Set<String> = ["batadv"]
 
     /// Whether the ports of a link of rtnetlink kind `kind` can decide its type: not when the
-    /// kind is known and neither a bridge's, a bond's nor one of ``portsVoteRtnetlinkKinds`` (a
-    /// veth, a VRF, a dummy), whatever its sysfs says (``classify(_:)`` gives such a kind
-    /// before anything but a radio, loopback or cellular, none of which looks at ports). So
-    /// such a link's ports need not be read.
+    /// kind is known and is none of the kinds that take a lower type (``LinkKind/inheritsLowerType``:
+    /// a bridge, a bond, and a VLAN or macvlan, which have no ports anyway) nor one of
+    /// ``portsVoteRtnetlinkKinds``: a veth, a VRF, a dummy, whatever its sysfs says
+    /// (``classify(_:)`` gives a known kind before anything but a radio, loopback or cellular,
+    /// none of which looks at ports). So such a link's ports need not be read.
     static func portsMayDecideType(ofKind kind: String?) -> Bool {
         guard let kind, let known = LinkKind(rtnetlinkKind: kind) else { return true }
         return known.inheritsLowerType || portsVoteRtnetlinkKinds.contains(kind)
+    }
+
+    /// Whether the lower link (`IFLA_LINK`) of a link of rtnetlink kind `kind` can decide its
+    /// type: not when the kind is known and is neither a VLAN's nor a macvlan's nor one of
+    /// ``throughOneLinkRtnetlinkKinds`` (a veth's peer, a vxlan's or a GRE tunnel's underlay
+    /// says nothing of it), for the reason ``portsMayDecideType(ofKind:)`` gives. A link without
+    /// a known kind may take the type of a lower link that sysfs names, found by name.
+    static func lowerLinkMayDecideType(ofKind kind: String?) -> Bool {
+        guard let kind, let known = LinkKind(rtnetlinkKind: kind) else { return true }
+        return known == .vlan || known == .macvlan || throughOneLinkRtnetlinkKinds.contains(kind)
     }
 
     /// Stacked links are followed at most this deep (the kernel allows 8, `MAX_NEST_DEV`).

@@ -67,8 +67,7 @@ extension ReachabilityEvaluator {
         let loopbackName = state.links[Self.loopbackIndex]?.name ?? "lo"
         for family in AddressFamily.allCases {
             let defaults = state.defaultRoutes.values.filter { $0.family == family && $0.tos == 0 }
-            let rules = state.policyRules[family]
-            let walked = family == .ipv6 && rules?.allSatisfy(Self.isDefaultIPv6Rule) == true ? Self.defaultIPv6Rules : rules
+            let walked = walkedRules(of: family, in: state)
             func walk(from source: IPAddress?) -> [(UInt32, Route)] {
                 let carrying = defaults.filter { carries($0, from: source) }
                 guard let walked else {
@@ -137,6 +136,22 @@ extension ReachabilityEvaluator {
     static func internetDependsOnAddresses(_ state: NetworkState) -> Bool {
         state.policyRules.values.contains { $0.contains { $0.source != nil } }
             || state.defaultRoutes.values.contains(where: isSourceSpecific)
+    }
+
+    /// The rules that the internet's walk follows in `family`: the state's, or IPv6's defaults
+    /// for IPv6 rules that are only those (``defaultIPv6Rules``); `nil` for a family without
+    /// rules in the state, which its main table routes.
+    static func walkedRules(of family: AddressFamily, in state: NetworkState) -> [PolicyRule]? {
+        let rules = state.policyRules[family]
+        return family == .ipv6 && rules?.allSatisfy(Self.isDefaultIPv6Rule) == true ? Self.defaultIPv6Rules : rules
+    }
+
+    /// Whether the internet's walk can take `route`: it is in a table that a walked rule of its
+    /// family looks up (table 0, a VRF rule's, being the main table), or in the main table of
+    /// a family without rules.
+    static func isReachedByTheWalk(_ route: Route, in state: NetworkState) -> Bool {
+        guard let rules = walkedRules(of: route.family, in: state) else { return route.table == .main }
+        return rules.contains { $0.action == .toTable && ($0.table == .unspecified ? .main : $0.table) == route.table }
     }
 
     /// IPv6's rules in a new namespace, which its lookups follow without walking them until a

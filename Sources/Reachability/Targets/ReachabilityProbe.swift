@@ -7,9 +7,10 @@ import Netlink
 /// links are not read). An address's answer asks the kernel for those links one by one (the
 /// scope's, the output link, its lower link, its ports), so it costs the same with 3 links or
 /// 1 000. The internet's reads the default routes and the policy rules, then the links of the
-/// routes' next hops the same way (and the loopback link, whose name an `iif` rule compares);
-/// only when a rule or a default route selects by source does it read every link and address,
-/// which the kernel chooses a source from. For answers that follow changes, use
+/// next hops of the routes that the rules can reach, one by one up to a few and in one dump
+/// beyond (and the loopback link when an `iif` rule compares its name); only when a rule or a
+/// default route selects by source does it read every link and address, which the kernel
+/// chooses a source from. For answers that follow changes, use
 /// ``Reachability`` or ``NetworkPathMonitor``.
 public final class ReachabilityProbe: Sendable {
     /// The namespace asked.
@@ -57,8 +58,14 @@ public final class ReachabilityProbe: Sendable {
                 classifications = classifier.classifications(of: Self.hopLinks(of: state), among: state.links.values)
             } else {
                 // Else the walk and the answers look only at the next hops' links.
-                state.links = try internetLinks(of: state)
-                classifications = try self.classifications(of: Self.hopLinks(of: state).compactMap { state.links[$0] })
+                let (links, everyLink) = try internetLinks(of: state)
+                state.links = links
+                let used = Self.hopLinks(of: state)
+                if let everyLink {
+                    classifications = classifier.classifications(of: used, among: everyLink)
+                } else {
+                    classifications = try self.classifications(of: used.compactMap { links[$0] })
+                }
             }
             return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])
         case .address(let address):
@@ -115,28 +122,31 @@ public final class ReachabilityProbe: Sendable {
     }
 
     /// The links whose state the internet's answer reads when its walk needs no addresses:
-    /// each default route's next hops' links (their state, and their interface group for a
-    /// rule's `suppress_ifgroup`), and the loopback link when a rule selects by input link
-    /// (the walk compares its name). Each is asked of the kernel; more than
-    /// ``requestsBeforeADump`` of them come from one dump of every link instead.
-    private func internetLinks(of state: NetworkState) throws(ReachabilityError) -> [Int32: Link] {
+    /// each next hop's link of the default routes in tables that a rule looks up (their state,
+    /// and their interface group for a rule's `suppress_ifgroup`), and the loopback link when a
+    /// rule selects by input link (the walk compares its name). Up to ``requestsBeforeADump``
+    /// of them are asked of the kernel one by one; more come from one dump of every link,
+    /// which is returned too, for the classification to use.
+    private func internetLinks(of state: NetworkState) throws(ReachabilityError) -> (links: [Int32: Link], everyLink: [Link]?) {
         var indexes = Set(Self.hopLinks(of: state))
         if state.policyRules.values.contains(where: { $0.contains { $0.inputLinkName != nil } }) {
             indexes.insert(ReachabilityEvaluator.loopbackIndex)
         }
         var links: [Int32: Link] = [:]
-        if indexes.count > Self.requestsBeforeADump {
-            for link in try kernel({ try connection.links() }) where indexes.contains(link.index) { links[link.index] = link }
-        } else {
-            for index in indexes { links[index] = try kernel { try connection.link(index: index) } }
+        guard indexes.count <= Self.requestsBeforeADump else {
+            let everyLink = try kernel { try connection.links() }
+            for link in everyLink where indexes.contains(link.index) { links[link.index] = link }
+            return (links, everyLink)
         }
-        return links
+        for index in indexes { links[index] = try kernel { try connection.link(index: index) } }
+        return (links, nil)
     }
 
-    /// The links of every next hop of `state`'s default routes, each once, in the routes' order.
+    /// The links of the next hops of `state`'s default routes that the internet's walk can
+    /// take (``ReachabilityEvaluator/isReachedByTheWalk(_:in:)``), each once.
     private static func hopLinks(of state: NetworkState) -> [Int32] {
         var seen: Set<Int32> = []
-        return state.defaultRoutes.values.flatMap { $0.nexthops.compactMap(\.linkIndex) }.filter { seen.insert($0).inserted }
+        return state.defaultRoutes.values.filter { ReachabilityEvaluator.isReachedByTheWalk($0, in: state) }.flatMap { $0.nexthops.compactMap(\.linkIndex) }.filter { seen.insert($0).inserted }
     }
 
     /// The classification of `links` and of what they depend on, each asked of the kernel: its
@@ -184,8 +194,9 @@ public final class ReachabilityProbe: Sendable {
         return answers
     }
 
-    /// How many links and port lists an address's classification asks of the kernel one by
-    /// one before it reads every link in one dump instead.
+    /// How many links and port lists an answer's classification, and how many next hops' links
+    /// the internet's answer, asks of the kernel one by one before it reads every link in one
+    /// dump instead.
     static let requestsBeforeADump = 8
 
     private func kernel<T>(_ body: () throws -> T) throws(ReachabilityError) -> T {
