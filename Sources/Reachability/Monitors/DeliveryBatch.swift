@@ -15,6 +15,10 @@ final class DeliveryBatch: @unchecked Sendable {
     // engine's serial queue; the blocks it sends only read what they were given. That one
     // round is also why `pending` needs no run-time exclusivity check (one per delivery).
     @exclusivity(unchecked) private var pending: [ObjectIdentifier: (queue: DispatchQueue, deliveries: [Delivery])] = [:]
+    /// The queue that the last delivery was for, and its deliveries, held outside `pending`:
+    /// 10 000 monitors on one queue then cost no hash lookup each.
+    @exclusivity(unchecked) private var currentQueue: DispatchQueue?
+    @exclusivity(unchecked) private var currentDeliveries: [Delivery] = []
 
     /// One answer for one recipient. A plain value in the queue's block rather than a closure
     /// per delivery: for 10 000 monitors that is 10 000 fewer allocations on the engine's
@@ -45,10 +49,20 @@ final class DeliveryBatch: @unchecked Sendable {
     func add(_ answer: ReachabilityAnswer, generation: Int, to recipient: some BatchedAnswerRecipient,
              on queue: DispatchQueue) {
         if queue === inline { return recipient.deliverBatched(answer, generation: generation) }
-        if let block = Self.append(Delivery(recipient: recipient, answer: answer, generation: generation),
-                                   to: &pending[ObjectIdentifier(queue), default: (queue, [])].deliveries) {
+        if queue !== currentQueue { makeCurrent(queue) }
+        if let block = Self.append(Delivery(recipient: recipient, answer: answer, generation: generation), to: &currentDeliveries) {
             queue.async { for delivery in block { delivery.run() } }
         }
+    }
+
+    /// Puts the current queue's deliveries back in `pending` and takes `queue`'s out (its
+    /// order kept), or none.
+    private func makeCurrent(_ queue: DispatchQueue?) {
+        if let previous = currentQueue {
+            pending[ObjectIdentifier(previous)] = (previous, currentDeliveries)
+        }
+        currentDeliveries = queue.flatMap { pending.removeValue(forKey: ObjectIdentifier($0))?.deliveries } ?? []
+        currentQueue = queue
     }
 
     /// Appends `delivery` in place; returns the full block, leaving `deliveries` empty. The
@@ -64,6 +78,7 @@ final class DeliveryBatch: @unchecked Sendable {
 
     /// Sends each queue its deliveries in one block, and empties the batch.
     func send() {
+        makeCurrent(nil)
         for (_, entry) in pending where !entry.deliveries.isEmpty {
             let block = entry.deliveries
             entry.queue.async { for delivery in block { delivery.run() } }
