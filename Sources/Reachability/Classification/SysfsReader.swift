@@ -32,33 +32,43 @@ public struct SysfsReader: Sendable, Hashable {
     ///     way: it spares a directory listing per veth of a container host.
     public func facts(forLinkNamed name: String, listingLowerLinks: Bool = true) -> SysfsFacts {
         guard Self.isPlausibleLinkName(name) else { return .absent }
-        let directory = root + "/class/net/" + name
-        guard Self.isDirectory(directory) else { return .absent }
+        // The link's path is walked once (`/sys/class/net/NAME`, a symbolic link into
+        // `/sys/devices`); each entry is then looked up in its directory: with 1 000 links,
+        // walking the whole path for each entry was most of a monitor's start-up.
+        let directory = open(root + "/class/net/" + name, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
+        guard directory >= 0 else { return .absent }
+        defer { close(directory) }
         var facts = SysfsFacts(isPresent: true)
-        for line in Self.readSmallFile(directory + "/uevent")?.split(whereSeparator: \.isNewline) ?? [] {
+        for line in Self.readSmallFile("uevent", in: directory)?.split(whereSeparator: \.isNewline) ?? [] {
             if line.hasPrefix("DEVTYPE=") {
                 facts.deviceType = Self.token(line.dropFirst("DEVTYPE=".count))
             } else if line.hasPrefix("IFINDEX=") {
                 facts.interfaceIndex = Int32(line.dropFirst("IFINDEX=".count))
             }
         }
-        facts.hasPhy80211 = Self.exists(directory + "/phy80211")
-        facts.hasWirelessDirectory = Self.isDirectory(directory + "/wireless")
-        facts.hasDevice = Self.exists(directory + "/device")
+        facts.hasPhy80211 = Self.exists("phy80211", in: directory)
+        facts.hasWirelessDirectory = Self.isDirectory("wireless", in: directory)
+        facts.hasDevice = Self.exists("device", in: directory)
         if facts.hasDevice {
-            facts.driver = Self.linkTargetName(directory + "/device/driver")
-            facts.bus = Self.linkTargetName(directory + "/device/subsystem")
+            facts.driver = Self.linkTargetName("device/driver", in: directory)
+            facts.bus = Self.linkTargetName("device/subsystem", in: directory)
         } else if listingLowerLinks, facts.deviceType == nil {
             facts.lowerLinkNames = Self.lowerLinkNames(in: directory)
         }
         return facts
     }
 
-    /// The names after `lower_` of the entries of `directory` that could name links, sorted;
-    /// at most 16 of them, from at most 4 096 entries, so that a crafted tree cannot make the
-    /// reader list without end.
-    static func lowerLinkNames(in directory: String) -> [String] {
-        guard let stream = opendir(directory) else { return [] }
+    /// The names after `lower_` of the entries of the open directory `directory` that could
+    /// name links, sorted; at most 16 of them, from at most 4 096 entries, so that a crafted
+    /// tree cannot make the reader list without end.
+    static func lowerLinkNames(in directory: Int32) -> [String] {
+        // A descriptor of its own: `closedir` closes the one it was given.
+        let listed = openat(directory, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
+        guard listed >= 0 else { return [] }
+        guard let stream = fdopendir(listed) else {
+            close(listed)
+            return []
+        }
         defer { closedir(stream) }
         var names: [String] = []
         var scanned = 0
@@ -88,32 +98,38 @@ public struct SysfsReader: Sendable, Hashable {
         return String(text)
     }
 
-    static func exists(_ path: String) -> Bool {
+    /// Whether `path` (relative to the directory `directory`, or absolute) names anything,
+    /// a dangling symbolic link included.
+    static func exists(_ path: String, in directory: Int32 = AT_FDCWD) -> Bool {
         var status = stat()
-        return lstat(path, &status) == 0
+        return fstatat(directory, path, &status, AT_SYMLINK_NOFOLLOW) == 0
     }
 
-    static func isDirectory(_ path: String) -> Bool {
+    /// Whether `path` (relative to the directory `directory`, or absolute) is a directory, or
+    /// a symbolic link to one.
+    static func isDirectory(_ path: String, in directory: Int32 = AT_FDCWD) -> Bool {
         var status = stat()
-        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+        return fstatat(directory, path, &status, 0) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// The last path component of the target of the symbolic link at `path`, if it is one.
-    static func linkTargetName(_ path: String) -> String? {
+    /// The last path component of the target of the symbolic link at `path` (relative to the
+    /// directory `directory`, or absolute), if it is one.
+    static func linkTargetName(_ path: String, in directory: Int32 = AT_FDCWD) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
-        let count = readlink(path, &buffer, buffer.count - 1)
+        let count = readlinkat(directory, path, &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
         let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard let last = target.split(separator: "/").last else { return nil }
         return token(last)
     }
 
-    /// The text of a regular file, its first `limit` bytes (4 KiB by default: sysfs attributes
+    /// The text of a regular file at `path` (relative to the directory `directory`, or
+    /// absolute), its first `limit` bytes (4 KiB by default: sysfs attributes
     /// are one page at most), or `nil` for anything else. One buffer, freed on return: no
     /// Foundation file reading, whose buffer for a file read while it is rewritten (empty for a
     /// moment) the address sanitizer found leaked.
-    static func readSmallFile(_ path: String, limit: Int = 4096) -> String? {
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    static func readSmallFile(_ path: String, in directory: Int32 = AT_FDCWD, limit: Int = 4096) -> String? {
+        let descriptor = openat(directory, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
