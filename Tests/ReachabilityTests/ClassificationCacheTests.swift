@@ -77,6 +77,44 @@ struct ClassificationCacheTests {
         #expect(cache.sysfsReadCount == reads + 1)
     }
 
+    /// A monitor's round asks only for the links its answers go out through: their sysfs and
+    /// that of what they stack on is read, once while the links stay what they are, and the
+    /// answers are those of a classification of every link.
+    @Test func aRoundClassifiesOnlyTheLinksItNeeds() throws {
+        let tree = try SysfsReaderTests.TemporaryTree()
+        try tree.file("class/net/wlan0/uevent", "DEVTYPE=wlan\nIFINDEX=2\n")
+        try tree.file("class/net/wlp4/uevent", "DEVTYPE=wlan\nIFINDEX=4\n")
+        for index in 10..<20 { try tree.file("class/net/eth\(index)/uevent", "IFINDEX=\(index)\n") }
+        let cache = LinkClassificationCache(source: .tree(root: tree.root))
+        var links = [link(2, "wlan0"), link(3, "br0", kind: "bridge"), link(4, "wlp4", master: 3)]
+        links += (10..<20).map { link(Int32($0), "eth\($0)") }
+        func state(_ links: [Link], revision: UInt64?) -> NetworkState {
+            var state = NetworkState(links: links, addresses: [], defaultRoutes: [])
+            state.linkRevision = revision
+            return state
+        }
+        let everything = LinkClassificationCache(source: .tree(root: tree.root)).classifications(of: links)
+        // The bridge: it and its port are read, nothing else.
+        let bridge = cache.classifications(ofLinksIn: state(links, revision: 1), needed: [3])
+        #expect(bridge[3] == everything[3] && bridge[3]?.type == .wifi)
+        #expect(cache.sysfsLinkReadCount == 2)
+        // Another link: read and kept beside the first.
+        let both = cache.classifications(ofLinksIn: state(links, revision: 1), needed: [2, 99])
+        #expect(both[2] == everything[2] && both[3] == everything[3])
+        #expect(cache.sysfsLinkReadCount == 3)
+        // Known links of a known revision: no read.
+        #expect(cache.classifications(ofLinksIn: state(links, revision: 1), needed: [3, 2])[2]?.type == .wifi)
+        #expect(cache.sysfsLinkReadCount == 3)
+        // A new revision: the port left the bridge, which no longer takes its type; the
+        // bridge's own facts did not change, so nothing is read for it.
+        links[2] = link(4, "wlp4")
+        let alone = cache.classifications(ofLinksIn: state(links, revision: 2), needed: [3])
+        #expect(alone[3]?.type == .other && alone[2] == nil)
+        #expect(cache.sysfsLinkReadCount == 3)
+        // A state without a revision (built by hand) is classified whole.
+        #expect(cache.classifications(ofLinksIn: state(links, revision: nil), needed: [3]).count == links.count)
+    }
+
     /// A link stacked by sysfs alone (a qmi_wwan QMAP mux link: a `lower_wwan0` entry, no kind,
     /// no parent device, no `IFLA_LINK`) takes the type of the link it rides on, in a one-shot
     /// answer too, which reads that link's sysfs in a second pass; two lower links decide

@@ -48,6 +48,11 @@ public final class LinkClassificationCache: Sendable {
         /// confirmed for (`NetworkState.linkRevision`), if any.
         var linkRevision: UInt64?
         var classifications: [Int32: LinkClassification] = [:]
+        /// The link revision that `partial` belongs to, and the classifications asked of
+        /// `classifications(ofLinksIn:needed:)` since the links last changed (with what they
+        /// stack on).
+        var partialRevision: UInt64?
+        var partial: [Int32: LinkClassification] = [:]
         var sysfsReads = 0
         var linksReadFromSysfs = 0
         var lastSysfsError: NetlinkError?
@@ -78,6 +83,46 @@ public final class LinkClassificationCache: Sendable {
         }
         return classifications(of: network.links.values, linkRevision: network.linkRevision)
     }
+
+    /// The classification of the links in `needed` that a subscription's state has (and of
+    /// those asked for before while its links stayed what they were), reading sysfs only for
+    /// them and what they stack on: a monitor needs only the links its answers go out through,
+    /// and reading sysfs for every link was most of its start-up in a namespace of 1 000 links.
+    /// With the state's link revision unchanged and the links known, it costs a lookup per
+    /// needed link; after a change of the links, the kept answers are dropped and the needed
+    /// ones made again (sysfs is read again only for links whose name, kind, master or type
+    /// changed). A state without a link revision (built by hand) gets
+    /// ``classifications(of:)`` of all its links.
+    package func classifications(ofLinksIn network: NetworkState, needed: some Sequence<Int32>) -> [Int32: LinkClassification] {
+        guard let revision = network.linkRevision else { return classifications(of: network.links.values, linkRevision: nil) }
+        let kept = state.withLock { state -> KeptOrMissing in
+            if state.partialRevision != revision {
+                state.partialRevision = revision
+                state.partial = [:]
+                // The facts of links that went away are forgotten.
+                state.sysfs = state.sysfs.filter { network.links[$0.key] != nil }
+            }
+            var missing: [Link] = []
+            for index in needed where state.partial[index] == nil {
+                if let link = network.links[index] { missing.append(link) }
+            }
+            return missing.isEmpty ? .answered(state.partial) : .missing(missing)
+        }
+        switch kept {
+        case .answered(let answers):
+            return answers
+        case .missing(let missing):
+            let answers = classifications(of: missing, from: LinkSource(everyLink: network.links.values))
+            return state.withLock { state in
+                if state.partialRevision == revision { state.partial.merge(answers) { _, new in new } }
+                return state.partialRevision == revision ? state.partial : answers
+            }
+        }
+    }
+
+    /// What `classifications(ofLinksIn:needed:)` finds kept: every needed link's answer, or
+    /// the needed links without one.
+    private enum KeptOrMissing { case answered([Int32: LinkClassification]), missing([Link]) }
 
     private func classifications(of links: some Collection<Link>, linkRevision: UInt64?) -> [Int32: LinkClassification] {
         // The common case, a link going up or down or a route changing: the same links with the
@@ -207,6 +252,7 @@ public final class LinkClassificationCache: Sendable {
             if let linkIndex { state.sysfs[linkIndex] = nil } else { state.sysfs = [:] }
             state.facts = [:]
             state.linkRevision = nil
+            state.partialRevision = nil
         }
     }
 
