@@ -12,6 +12,15 @@ public enum SysfsSource: Sendable, Hashable {
     /// as it is, whatever the namespace.
     case tree(root: String)
 
+    /// Whether sysfs can be read a few links at a time at little cost: a tree, or the current
+    /// namespace's `/sys`; not another namespace's, which each read mounts.
+    var readsLinksCheaplyOneByOne: Bool {
+        switch self {
+        case .live(let namespace): namespace.isCurrent
+        case .tree: true
+        }
+    }
+
     /// `.live(namespace)` for the system's `/sys` (however written: `/sys/`, `//sys`, a link to
     /// it), else `.tree(root:)`: the live sysfs shows the links of the namespace that mounted
     /// it, so another namespace's must be mounted for it.
@@ -53,6 +62,8 @@ public final class LinkClassificationCache: Sendable {
         /// stack on).
         var partialRevision: UInt64?
         var partial: [Int32: LinkClassification] = [:]
+        /// Every link of `partialRevision`'s state by index, port and name, once one was needed.
+        var partialSource: LinkSource?
         var sysfsReads = 0
         var linksReadFromSysfs = 0
         var lastSysfsError: NetlinkError?
@@ -88,41 +99,66 @@ public final class LinkClassificationCache: Sendable {
     /// those asked for before while its links stayed what they were), reading sysfs only for
     /// them and what they stack on: a monitor needs only the links its answers go out through,
     /// and reading sysfs for every link was most of its start-up in a namespace of 1 000 links.
+    /// So for the current namespace's sysfs and for a tree; for another namespace's, whose
+    /// every pass mounts its sysfs, it is ``classifications(ofLinksIn:)``, every link.
     /// With the state's link revision unchanged and the links known, it costs a lookup per
-    /// needed link; after a change of the links, the kept answers are dropped and the needed
-    /// ones made again (sysfs is read again only for links whose name, kind, master or type
-    /// changed). A state without a link revision (built by hand) gets
-    /// ``classifications(of:)`` of all its links.
+    /// needed link. After a change of the links the kept answers are made again, with the
+    /// needed ones, in one pass (sysfs is read again only for links whose name, kind, master
+    /// or type changed). A state older than the kept answers (a query's, read before a
+    /// round's) is answered on its own, leaving them. A state without a link revision (built
+    /// by hand) gets ``classifications(of:)`` of all its links.
+    ///
+    /// The engine uses only this; ``classifications(of:)`` and
+    /// ``classifications(ofLinksIn:)`` keep answers of their own (the sysfs facts are shared).
     package func classifications(ofLinksIn network: NetworkState, needed: some Sequence<Int32>) -> [Int32: LinkClassification] {
         guard let revision = network.linkRevision else { return classifications(of: network.links.values, linkRevision: nil) }
+        // Another namespace's sysfs is read through a mount of its own, made for each pass
+        // (a thread, `unshare` and two mounts): there, one pass over every link, once per
+        // revision, costs less than a pass per link that answers come to need.
+        guard source.readsLinksCheaplyOneByOne else { return classifications(ofLinksIn: network) }
         let kept = state.withLock { state -> KeptOrMissing in
+            if let current = state.partialRevision, revision < current { return .older }
+            var wanted: Set<Int32> = []
             if state.partialRevision != revision {
+                // Revisions only grow: the links changed since the kept answers were made.
+                wanted = Set(state.partial.keys)
                 state.partialRevision = revision
                 state.partial = [:]
+                state.partialSource = nil
                 // The facts of links that went away are forgotten.
                 state.sysfs = state.sysfs.filter { network.links[$0.key] != nil }
             }
-            var missing: [Link] = []
-            for index in needed where state.partial[index] == nil {
-                if let link = network.links[index] { missing.append(link) }
-            }
-            return missing.isEmpty ? .answered(state.partial) : .missing(missing)
+            for index in needed where state.partial[index] == nil { wanted.insert(index) }
+            let missing = wanted.compactMap { network.links[$0] }
+            return missing.isEmpty ? .answered(state.partial) : .missing(missing, state.partialSource)
         }
         switch kept {
         case .answered(let answers):
             return answers
-        case .missing(let missing):
-            let answers = classifications(of: missing, from: LinkSource(everyLink: network.links.values))
+        case .older:
+            return classifications(of: needed.compactMap { network.links[$0] }, from: LinkSource(everyLink: network.links.values))
+        case .missing(let missing, let kept):
+            // Every link of the revision by index, port and name, made once per revision.
+            let source = kept ?? LinkSource(everyLink: network.links.values)
+            let answers = classifications(of: missing, from: source)
             return state.withLock { state in
-                if state.partialRevision == revision { state.partial.merge(answers) { _, new in new } }
-                return state.partialRevision == revision ? state.partial : answers
+                guard state.partialRevision == revision else { return answers }
+                state.partial.merge(answers) { _, new in new }
+                if state.partialSource == nil { state.partialSource = source }
+                return state.partial
             }
         }
     }
 
     /// What `classifications(ofLinksIn:needed:)` finds kept: every needed link's answer, or
     /// the needed links without one.
-    private enum KeptOrMissing { case answered([Int32: LinkClassification]), missing([Link]) }
+    private enum KeptOrMissing {
+        case answered([Int32: LinkClassification])
+        /// The links to classify, and the revision's link source if one was made.
+        case missing([Link], LinkSource?)
+        /// The state is older than the kept answers.
+        case older
+    }
 
     private func classifications(of links: some Collection<Link>, linkRevision: UInt64?) -> [Int32: LinkClassification] {
         // The common case, a link going up or down or a route changing: the same links with the

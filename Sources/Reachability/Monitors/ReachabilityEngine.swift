@@ -520,15 +520,20 @@ final class ReachabilityEngine: Sendable {
         // re-read of the link's routes. The state and its settledness are read under the lock
         // that `received(_:settled:)` takes: the settled batch either comes after this and
         // starts the round it waits for, or came before and the state read here is settled.
-        let settledNetwork = state.withLock { state -> NetworkState? in
+        //
+        // The round begins in the same lock: were `evaluationScheduled` cleared in a second one,
+        // a settled batch arriving in between would see a round scheduled and schedule none,
+        // and this round would judge the older state it read, with nothing after it until the
+        // next kernel event (a monitor of the internet stayed on its fallback route after the
+        // uplink's carrier returned).
+        let begun = state.withLock { state -> (NetworkState, [ReachabilityTarget], Bool, [(target: ReachabilityTarget, entry: Entry)],
+                                               FamilyTable?)? in
             let (network, settled) = subscription.settledState
-            guard !settled, state.termination == nil, state.judgesDefaultRoutes else { return network }
-            state.evaluationScheduled = false
-            state.roundWaitsForSettledState = true
-            return nil
-        }
-        guard let settledNetwork else { return }
-        let (targets, reresolve, affected, sharedTable) = state.withLock { state in
+            if !settled, state.termination == nil, state.judgesDefaultRoutes {
+                state.evaluationScheduled = false
+                state.roundWaitsForSettledState = true
+                return nil
+            }
             state.evaluationScheduled = false
             state.roundRunning = true
             defer {
@@ -551,8 +556,9 @@ final class ReachabilityEngine: Sendable {
                 && state.changedDefaultTables.count == 1 ? state.changedDefaultTables.first : nil
             // Any other round may change what the addresses match without learning it again.
             if sharedTable == nil { state.matchGeneration += 1 }
-            return (targets, state.networkChangedForHosts, affected, sharedTable)
+            return (network, targets, state.networkChangedForHosts, affected, sharedTable)
         }
+        guard let (settledNetwork, targets, reresolve, affected, sharedTable) = begun else { return }
         let snapshot = snapshot(of: settledNetwork)
         if reresolve, snapshot.ended == nil {
             for target in targets where target.isHost { resolve(target) }
@@ -564,6 +570,7 @@ final class ReachabilityEngine: Sendable {
         let lone = affected.count == 0 || affected.count == 1 && !affected[0].target.isHost
         let plan = snapshot.ended == nil && !lone ? prefetchLookups(for: affected, sharedTable: sharedTable)
             : LookupPlan(individual: affected.map(\.target))
+        snapshot.classifyInOnePass(plan.results?.values, plan.shared?.answer.result)
         let batch = DeliveryBatch(inline: queue)
         if let shared = plan.shared { evaluateAndStoreShared(shared.answer, for: shared.members, in: snapshot, batch: batch) }
         for target in plan.individual { evaluateAndStore(target, in: snapshot, lookups: plan.results, batch: batch) }
@@ -812,8 +819,24 @@ final class ReachabilityEngine: Sendable {
         /// The classification of the link that `result` goes out through, if any (the only one
         /// an answer from a lookup looks at).
         func classifications(for result: RouteLookupResult) -> [Int32: LinkClassification] {
-            guard case .route(let route) = result, let index = route.outputLinkIndex else { return [:] }
+            guard let index = Self.outputLink(of: result) else { return [:] }
             return classifier.classifications(ofLinksIn: network, needed: CollectionOfOne(index))
+        }
+
+        /// Classifies, in one pass, the links that a round's lookups (`results`, `shared`) and
+        /// the default routes go out through, so that a round whose targets use many links
+        /// reads their sysfs once (for a named namespace, a thread and a sysfs mount), not once
+        /// per link as each answer asks.
+        func classifyInOnePass(_ results: Dictionary<IPAddress, RouteLookupResult>.Values?, _ shared: RouteLookupResult?) {
+            var needed = Set(network.defaultRoutes.values.flatMap { $0.nexthops.compactMap(\.linkIndex) })
+            for result in results ?? [:].values { if let index = Self.outputLink(of: result) { needed.insert(index) } }
+            if let shared, let index = Self.outputLink(of: shared) { needed.insert(index) }
+            _ = classifier.classifications(ofLinksIn: network, needed: needed)
+        }
+
+        private static func outputLink(of result: RouteLookupResult) -> Int32? {
+            guard case .route(let route) = result else { return nil }
+            return route.outputLinkIndex
         }
     }
 
