@@ -570,7 +570,6 @@ final class ReachabilityEngine: Sendable {
         let lone = affected.count == 0 || affected.count == 1 && !affected[0].target.isHost
         let plan = snapshot.ended == nil && !lone ? prefetchLookups(for: affected, sharedTable: sharedTable)
             : LookupPlan(individual: affected.map(\.target))
-        snapshot.classifyInOnePass(plan.results?.values, plan.shared?.answer.result)
         let batch = DeliveryBatch(inline: queue)
         if let shared = plan.shared { evaluateAndStoreShared(shared.answer, for: shared.members, in: snapshot, batch: batch) }
         for target in plan.individual { evaluateAndStore(target, in: snapshot, lookups: plan.results, batch: batch) }
@@ -821,17 +820,6 @@ final class ReachabilityEngine: Sendable {
         func classifications(for result: RouteLookupResult) -> [Int32: LinkClassification] {
             guard let index = Self.outputLink(of: result) else { return [:] }
             return classifier.classifications(ofLinksIn: network, needed: CollectionOfOne(index))
-        }
-
-        /// Classifies, in one pass, the links that a round's lookups (`results`, `shared`) and
-        /// the default routes go out through, so that a round whose targets use many links
-        /// reads their sysfs once (for a named namespace, a thread and a sysfs mount), not once
-        /// per link as each answer asks.
-        func classifyInOnePass(_ results: Dictionary<IPAddress, RouteLookupResult>.Values?, _ shared: RouteLookupResult?) {
-            var needed = Set(network.defaultRoutes.values.flatMap { $0.nexthops.compactMap(\.linkIndex) })
-            for result in results ?? [:].values { if let index = Self.outputLink(of: result) { needed.insert(index) } }
-            if let shared, let index = Self.outputLink(of: shared) { needed.insert(index) }
-            _ = classifier.classifications(ofLinksIn: network, needed: needed)
         }
 
         private static func outputLink(of result: RouteLookupResult) -> Int32? {
