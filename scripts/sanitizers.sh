@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-filter='LifetimeTests|StormTests|FaultTests|RestartTests|ConnectionLifetimeTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|AddressMessageTests|PathTests|ForeignSenderTests|NexthopObjectTests|NexthopRouteTests|PolicyRuleTests|InternetRuleTests|InternetCarrierTests|ExpiringRouteTests|NamespaceResolverTests|ConcurrentQueueTests|SlowStreamConsumerTests|SharedDirectoryWatchTests|ScopedAddressTests|DefaultRouteIdentityTests|LowerLinkTests|SubscriptionExitTests|ProbeLinkReadsTests|LargeLinkMessageTests|DeliveryBatchTests'
+filter='LifetimeTests|StormTests|FaultTests|RestartTests|ConnectionLifetimeTests|OverflowTests|SubscriptionThreadObserverTests|SubscriptionTests|MonitorTests|RouteMessageTests|LinkMessageTests|AddressMessageTests|PathTests|ForeignSenderTests|NexthopObjectTests|NexthopRouteTests|PolicyRuleTests|InternetRuleTests|InternetCarrierTests|ExpiringRouteTests|NamespaceResolverTests|ConcurrentQueueTests|SlowStreamConsumerTests|SharedDirectoryWatchTests|ScopedAddressTests|DefaultRouteIdentityTests|LowerLinkTests|SubscriptionExitTests|ProbeLinkReadsTests|LargeLinkMessageTests|DeliveryBatchTests|ClassificationCacheTests'
 for sanitizer in ${1:-thread address}; do
     scratch=.build-$sanitizer
     log=$(mktemp)

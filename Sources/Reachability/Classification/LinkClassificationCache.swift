@@ -64,6 +64,8 @@ public final class LinkClassificationCache: Sendable {
         var partial: [Int32: LinkClassification] = [:]
         /// Every link of `partialRevision`'s state by index, port and name, once one was needed.
         var partialSource: LinkSource?
+        /// The same for the latest revision older than `partialRevision` that was asked for.
+        var older: (revision: UInt64, source: LinkSource)?
         var sysfsReads = 0
         var linksReadFromSysfs = 0
         var lastSysfsError: NetlinkError?
@@ -117,7 +119,9 @@ public final class LinkClassificationCache: Sendable {
         // revision, costs less than a pass per link that answers come to need.
         guard source.readsLinksCheaplyOneByOne else { return classifications(ofLinksIn: network) }
         let kept = state.withLock { state -> KeptOrMissing in
-            if let current = state.partialRevision, revision < current { return .older }
+            if let current = state.partialRevision, revision < current {
+                return .older(state.older?.revision == revision ? state.older?.source : nil)
+            }
             var wanted: Set<Int32> = []
             if state.partialRevision != revision {
                 // Revisions only grow: the links changed since the kept answers were made.
@@ -135,8 +139,12 @@ public final class LinkClassificationCache: Sendable {
         switch kept {
         case .answered(let answers):
             return answers
-        case .older:
-            return classifications(of: needed.compactMap { network.links[$0] }, from: LinkSource(everyLink: network.links.values))
+        case .older(let kept):
+            // One link source for the latest older revision: a round that runs on while a
+            // query sees newer links asks with its older state again and again.
+            let source = kept ?? LinkSource(everyLink: network.links.values)
+            if kept == nil { state.withLock { $0.older = (revision, source) } }
+            return classifications(of: needed.compactMap { network.links[$0] }, from: source)
         case .missing(let missing, let kept):
             // Every link of the revision by index, port and name, made once per revision.
             let source = kept ?? LinkSource(everyLink: network.links.values)
@@ -156,8 +164,8 @@ public final class LinkClassificationCache: Sendable {
         case answered([Int32: LinkClassification])
         /// The links to classify, and the revision's link source if one was made.
         case missing([Link], LinkSource?)
-        /// The state is older than the kept answers.
-        case older
+        /// The state is older than the kept answers; the link source of its revision, if kept.
+        case older(LinkSource?)
     }
 
     private func classifications(of links: some Collection<Link>, linkRevision: UInt64?) -> [Int32: LinkClassification] {
@@ -174,13 +182,9 @@ public final class LinkClassificationCache: Sendable {
             return state.classifications
         }
         if let unchanged { return unchanged }
-        let read = readStaleSysfs(of: links)
-        return state.withLock { state in
-            Self.keep(read, in: &state)
+        return withCurrentFacts(of: links) { facts, state in
             var current: [Int32: LinkFacts] = [:]
-            for link in links {
-                current[link.index] = LinkFacts(link: link, sysfs: state.sysfs[link.index]?.facts ?? .absent)
-            }
+            for link in facts { current[link.index] = link }
             if current != state.facts {
                 state.sysfs = state.sysfs.filter { current[$0.key] != nil }
                 state.facts = current
@@ -261,11 +265,7 @@ public final class LinkClassificationCache: Sendable {
                     pending.append(contentsOf: source.ports(link.index).filter { closure[$0.index] == nil })
                 }
             }
-            let read = readStaleSysfs(of: closure.values)
-            facts = state.withLock { state in
-                Self.keep(read, in: &state)
-                return closure.values.map { LinkFacts(link: $0, sysfs: state.sysfs[$0.index]?.facts ?? .absent) }
-            }
+            facts = withCurrentFacts(of: closure.values) { facts, _ in facts }
             let known = Set(closure.values.map(\.name))
             pending = facts.flatMap { $0.sysfs.lowerLinkNames.filter { !known.contains($0) }.compactMap { source.named($0) } }
                 .filter { closure[$0.index] == nil }
@@ -307,6 +307,34 @@ public final class LinkClassificationCache: Sendable {
         let links: [Link]
         let facts: [Int32: SysfsFacts]
         let error: NetlinkError?
+    }
+
+    /// `body`'s result for the facts of `links`, in the lock that keeps what was read for them.
+    /// Sysfs is read first for the links whose facts are stale. Facts are kept per link index,
+    /// with the name, kind, master and type they were read for; a call with an older state of a
+    /// link (a query's, taken before a rename) may keep its old name's facts in between, so a
+    /// link's facts are used only if they were read for the link as it is now, and read again
+    /// otherwise (at most three times; then the link goes without sysfs evidence rather than
+    /// with another name's).
+    private func withCurrentFacts<T>(of links: some Collection<Link>, _ body: ([LinkFacts], inout State) -> T) -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let read = readStaleSysfs(of: links)
+            let result = state.withLock { state -> T? in
+                Self.keep(read, in: &state)
+                var facts: [LinkFacts] = []
+                facts.reserveCapacity(links.count)
+                for link in links {
+                    let key = Self.sysfsKey(link)
+                    let kept = state.sysfs[link.index]
+                    if let kept, kept.key != key, attempt < 4 { return nil }
+                    facts.append(LinkFacts(link: link, sysfs: kept?.key == key ? kept!.facts : .absent))
+                }
+                return body(facts, &state)
+            }
+            if let result { return result }
+        }
     }
 
     /// Reads sysfs, in one pass, for those of `links` whose name, kind, master or link type
