@@ -12,15 +12,6 @@ public enum SysfsSource: Sendable, Hashable {
     /// as it is, whatever the namespace.
     case tree(root: String)
 
-    /// Whether sysfs can be read a few links at a time at little cost: a tree, or the current
-    /// namespace's `/sys`; not another namespace's, which each read mounts.
-    var readsLinksCheaplyOneByOne: Bool {
-        switch self {
-        case .live(let namespace): namespace.isCurrent
-        case .tree: true
-        }
-    }
-
     /// `.live(namespace)` for the system's `/sys` (however written: `/sys/`, `//sys`, a link to
     /// it), else `.tree(root:)`: the live sysfs shows the links of the namespace that mounted
     /// it, so another namespace's must be mounted for it.
@@ -57,15 +48,6 @@ public final class LinkClassificationCache: Sendable {
         /// confirmed for (`NetworkState.linkRevision`), if any.
         var linkRevision: UInt64?
         var classifications: [Int32: LinkClassification] = [:]
-        /// The link revision that `partial` belongs to, and the classifications asked of
-        /// `classifications(ofLinksIn:needed:)` since the links last changed (with what they
-        /// stack on).
-        var partialRevision: UInt64?
-        var partial: [Int32: LinkClassification] = [:]
-        /// Every link of `partialRevision`'s state by index, port and name, once one was needed.
-        var partialSource: LinkSource?
-        /// The same for the latest revision older than `partialRevision` that was asked for.
-        var older: (revision: UInt64, source: LinkSource)?
         var sysfsReads = 0
         var linksReadFromSysfs = 0
         var lastSysfsError: NetlinkError?
@@ -95,77 +77,6 @@ public final class LinkClassificationCache: Sendable {
             return kept
         }
         return classifications(of: network.links.values, linkRevision: network.linkRevision)
-    }
-
-    /// The classification of the links in `needed` that a subscription's state has (and of
-    /// those asked for before while its links stayed what they were), reading sysfs only for
-    /// them and what they stack on: a monitor needs only the links its answers go out through,
-    /// and reading sysfs for every link was most of its start-up in a namespace of 1 000 links.
-    /// So for the current namespace's sysfs and for a tree; for another namespace's, whose
-    /// every pass mounts its sysfs, it is ``classifications(ofLinksIn:)``, every link.
-    /// With the state's link revision unchanged and the links known, it costs a lookup per
-    /// needed link. After a change of the links the kept answers are made again, with the
-    /// needed ones, in one pass (sysfs is read again only for links whose name, kind, master
-    /// or type changed). A state older than the kept answers (a query's, read before a
-    /// round's) is answered on its own, leaving them. A state without a link revision (built
-    /// by hand) gets ``classifications(of:)`` of all its links.
-    ///
-    /// The engine uses only this; ``classifications(of:)`` and
-    /// ``classifications(ofLinksIn:)`` keep answers of their own (the sysfs facts are shared).
-    package func classifications(ofLinksIn network: NetworkState, needed: some Sequence<Int32>) -> [Int32: LinkClassification] {
-        guard let revision = network.linkRevision else { return classifications(of: network.links.values, linkRevision: nil) }
-        // Another namespace's sysfs is read through a mount of its own, made for each pass
-        // (a thread, `unshare` and two mounts): there, one pass over every link, once per
-        // revision, costs less than a pass per link that answers come to need.
-        guard source.readsLinksCheaplyOneByOne else { return classifications(ofLinksIn: network) }
-        let kept = state.withLock { state -> KeptOrMissing in
-            if let current = state.partialRevision, revision < current {
-                return .older(state.older?.revision == revision ? state.older?.source : nil)
-            }
-            var wanted: Set<Int32> = []
-            if state.partialRevision != revision {
-                // Revisions only grow: the links changed since the kept answers were made.
-                wanted = Set(state.partial.keys)
-                state.partialRevision = revision
-                state.partial = [:]
-                state.partialSource = nil
-                // The facts of links that went away are forgotten.
-                state.sysfs = state.sysfs.filter { network.links[$0.key] != nil }
-            }
-            for index in needed where state.partial[index] == nil { wanted.insert(index) }
-            let missing = wanted.compactMap { network.links[$0] }
-            return missing.isEmpty ? .answered(state.partial) : .missing(missing, state.partialSource)
-        }
-        switch kept {
-        case .answered(let answers):
-            return answers
-        case .older(let kept):
-            // One link source for the latest older revision: a round that runs on while a
-            // query sees newer links asks with its older state again and again.
-            let source = kept ?? LinkSource(everyLink: network.links.values)
-            if kept == nil { state.withLock { $0.older = (revision, source) } }
-            return classifications(of: needed.compactMap { network.links[$0] }, from: source)
-        case .missing(let missing, let kept):
-            // Every link of the revision by index, port and name, made once per revision.
-            let source = kept ?? LinkSource(everyLink: network.links.values)
-            let answers = classifications(of: missing, from: source)
-            return state.withLock { state in
-                guard state.partialRevision == revision else { return answers }
-                state.partial.merge(answers) { _, new in new }
-                if state.partialSource == nil { state.partialSource = source }
-                return state.partial
-            }
-        }
-    }
-
-    /// What `classifications(ofLinksIn:needed:)` finds kept: every needed link's answer, or
-    /// the needed links without one.
-    private enum KeptOrMissing {
-        case answered([Int32: LinkClassification])
-        /// The links to classify, and the revision's link source if one was made.
-        case missing([Link], LinkSource?)
-        /// The state is older than the kept answers; the link source of its revision, if kept.
-        case older(LinkSource?)
     }
 
     private func classifications(of links: some Collection<Link>, linkRevision: UInt64?) -> [Int32: LinkClassification] {
@@ -288,7 +199,6 @@ public final class LinkClassificationCache: Sendable {
             if let linkIndex { state.sysfs[linkIndex] = nil } else { state.sysfs = [:] }
             state.facts = [:]
             state.linkRevision = nil
-            state.partialRevision = nil
         }
     }
 
