@@ -10,6 +10,28 @@ import Testing
 @Suite("Ports that decide a link's type")
 struct PortsDecideTypeTests {
     @Test func aKindWhosePortsOrLowerLinkAreNotReadIsClassifiedAlikeWithAndWithoutThem() {
+        let decidedByPorts = kindsDecided(skippedWhen: LinkClassifier.portsMayDecideType(ofKind:)) { kind, arphrd, sysfs, other in
+            (LinkFacts(index: 10, name: "m0", arphrdType: arphrd, kind: kind, sysfs: sysfs),
+             LinkFacts(index: 11, name: "p0", arphrdType: .ether, masterIndex: 10, sysfs: other))
+        }
+        // The same for a lower link (`IFLA_LINK`) of another type.
+        let decidedByLowerLink = kindsDecided(skippedWhen: LinkClassifier.lowerLinkMayDecideType(ofKind:)) { kind, arphrd, sysfs, other in
+            (LinkFacts(index: 10, name: "u0", arphrdType: arphrd, kind: kind, lowerLinkIndex: 11, sysfs: sysfs),
+             LinkFacts(index: 11, name: "l0", arphrdType: .ether, sysfs: other))
+        }
+        #expect(decidedByLowerLink.isSuperset(of: ["vlan", "macvlan", "ipvlan", "macsec"]), "\(decidedByLowerLink.sorted())")
+        #expect(!LinkClassifier.lowerLinkMayDecideType(ofKind: "veth") && !LinkClassifier.lowerLinkMayDecideType(ofKind: "vxlan"))
+        // The comparison can tell: these kinds take their ports' type.
+        #expect(decidedByPorts.isSuperset(of: ["bridge", "bond", "team", "batadv", "openvswitch", "(none)"]), "\(decidedByPorts.sorted())")
+        #expect(!LinkClassifier.portsMayDecideType(ofKind: "veth") && !LinkClassifier.portsMayDecideType(ofKind: "vrf"))
+    }
+
+    /// The kinds whose link (index 10) `stacked` classifies differently with the other link
+    /// (index 11, a Wi-Fi or cellular port or lower link) than without it, over every kind, four
+    /// link types and four sysfs forms; for a kind that `mayDecide` says no to, expects no
+    /// difference.
+    private func kindsDecided(skippedWhen mayDecide: (String?) -> Bool,
+                              _ stacked: (String?, ARPHRDType, SysfsFacts, SysfsFacts) -> (LinkFacts, LinkFacts)) -> Set<String> {
         let kinds: [String?] = LinkKind.rtnetlinkKinds.keys.sorted() + LinkClassifier.portsVoteRtnetlinkKinds.sorted()
             + LinkClassifier.throughOneLinkRtnetlinkKinds.sorted() + ["no-such-kind", nil]
         let sysfsForms: [SysfsFacts] = [
@@ -17,46 +39,23 @@ struct PortsDecideTypeTests {
             SysfsFacts(isPresent: true, hasDevice: true, driver: "e1000e", bus: "pci"),
             SysfsFacts(isPresent: true, deviceType: "bridge"),
         ]
-        let ports = [SysfsFacts(isPresent: true, hasPhy80211: true), SysfsFacts(isPresent: true, deviceType: "wwan")]
-        var decidedByPorts: Set<String> = []
+        let others = [SysfsFacts(isPresent: true, hasPhy80211: true), SysfsFacts(isPresent: true, deviceType: "wwan")]
+        var decided: Set<String> = []
         for kind in kinds {
             for arphrd in [ARPHRDType.ether, .none, .rawIP, .loopback] {
                 for sysfs in sysfsForms {
-                    for port in ports {
-                        let master = LinkFacts(index: 10, name: "m0", arphrdType: arphrd, kind: kind, sysfs: sysfs)
-                        let member = LinkFacts(index: 11, name: "p0", arphrdType: .ether, masterIndex: 10, sysfs: port)
-                        let alone = LinkClassifier.classify([master])[10]
-                        let withPort = LinkClassifier.classify([master, member])[10]
-                        if alone != withPort { decidedByPorts.insert(kind ?? "(none)") }
-                        if !LinkClassifier.portsMayDecideType(ofKind: kind) {
-                            #expect(alone == withPort, "\(kind ?? "no kind"), \(arphrd), \(sysfs): \(String(describing: alone)) against \(String(describing: withPort))")
+                    for other in others {
+                        let (link, stackedOn) = stacked(kind, arphrd, sysfs, other)
+                        let alone = LinkClassifier.classify([link])[10]
+                        let withOther = LinkClassifier.classify([link, stackedOn])[10]
+                        if alone != withOther { decided.insert(kind ?? "(none)") }
+                        if !mayDecide(kind) {
+                            #expect(alone == withOther, "\(kind ?? "no kind"), \(arphrd), \(sysfs): \(String(describing: alone)) against \(String(describing: withOther))")
                         }
                     }
                 }
             }
         }
-        // The same for a lower link (`IFLA_LINK`) of another type.
-        var decidedByLowerLink: Set<String> = []
-        for kind in kinds {
-            for arphrd in [ARPHRDType.ether, .none, .rawIP, .loopback] {
-                for sysfs in sysfsForms {
-                    for lowerSysfs in ports {
-                        let upper = LinkFacts(index: 10, name: "u0", arphrdType: arphrd, kind: kind, lowerLinkIndex: 11, sysfs: sysfs)
-                        let lower = LinkFacts(index: 11, name: "l0", arphrdType: .ether, sysfs: lowerSysfs)
-                        let alone = LinkClassifier.classify([upper])[10]
-                        let withLower = LinkClassifier.classify([upper, lower])[10]
-                        if alone != withLower { decidedByLowerLink.insert(kind ?? "(none)") }
-                        if !LinkClassifier.lowerLinkMayDecideType(ofKind: kind) {
-                            #expect(alone == withLower, "\(kind ?? "no kind"), \(arphrd), \(sysfs): \(String(describing: alone)) against \(String(describing: withLower))")
-                        }
-                    }
-                }
-            }
-        }
-        #expect(decidedByLowerLink.isSuperset(of: ["vlan", "macvlan", "ipvlan", "macsec"]), "\(decidedByLowerLink.sorted())")
-        #expect(!LinkClassifier.lowerLinkMayDecideType(ofKind: "veth") && !LinkClassifier.lowerLinkMayDecideType(ofKind: "vxlan"))
-        // The comparison can tell: these kinds take their ports' type.
-        #expect(decidedByPorts.isSuperset(of: ["bridge", "bond", "team", "batadv", "openvswitch", "(none)"]), "\(decidedByPorts.sorted())")
-        #expect(!LinkClassifier.portsMayDecideType(ofKind: "veth") && !LinkClassifier.portsMayDecideType(ofKind: "vrf"))
+        return decided
     }
 }

