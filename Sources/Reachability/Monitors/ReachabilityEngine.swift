@@ -253,6 +253,11 @@ final class ReachabilityEngine: Sendable {
         if schedule { queue.async { [self] in evaluateAll() } }
     }
 
+    /// The addresses last resolved for `name` by a watch or a query, if any (for tests).
+    func resolvedAddresses(of name: String) -> [ResolvedAddress]? {
+        state.withLock { $0.resolvedHosts[name]?.addresses }
+    }
+
     /// How many target evaluations ran (for tests of "one evaluation per target").
     var evaluationCount: Int { state.withLock { $0.evaluations } }
 
@@ -292,9 +297,17 @@ final class ReachabilityEngine: Sendable {
         // On the serial queue nothing evaluates between reading the answer and marking the
         // watcher ready, so it gets the current answer once and then exactly the later changes.
         // A host name that was never resolved has no answer to tell yet: the watcher waits, and
-        // the round that applies the first resolution tells it (`evaluateAndStore`).
+        // the round that applies the first resolution tells it (`evaluateAndStore`). A host whose
+        // own resolution has not landed while a query's has is judged again from the query's
+        // addresses: its kept answer may be from before them (optimistic, from the default
+        // routes). That evaluation also tells the watchers waiting for them.
         queue.async { [self] in
-            let answer = state.withLock { $0.entries[target]?.answer } ?? evaluateAndStore(target, in: snapshot())
+            let kept = state.withLock { state -> ReachabilityAnswer? in
+                guard let entry = state.entries[target] else { return nil }
+                if case .host(let name) = target, entry.addresses == nil, state.resolvedHosts[name] != nil { return nil }
+                return entry.answer
+            }
+            let answer = kept ?? evaluateAndStore(target, in: snapshot())
             let tellNow = state.withLock { state -> Bool in
                 guard let entry = state.entries[target], entry.watchers[token.id]?.phase == .registered else { return false }
                 if case .host(let name) = target, entry.addresses == nil, state.resolvedHosts[name] == nil,
