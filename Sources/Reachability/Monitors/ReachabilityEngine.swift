@@ -40,6 +40,8 @@ final class ReachabilityEngine: Sendable {
         let serial: UInt64
         init(serial: UInt64) { self.serial = serial }
         @exclusivity(unchecked) var answer: ReachabilityAnswer?
+        /// Whether `answer` is a host's optimistic one, judged with no addresses known.
+        @exclusivity(unchecked) var judgedWithoutAddresses = false
         @exclusivity(unchecked) var addresses: [ResolvedAddress]?
         /// Why the last resolution gave no addresses, when it failed or timed out.
         @exclusivity(unchecked) var resolutionFailure: ReachabilityError?
@@ -54,6 +56,16 @@ final class ReachabilityEngine: Sendable {
         /// engine's ``State/matchGeneration`` (see SharedLookups.swift).
         @exclusivity(unchecked) var matched: MatchedEntry?
         @exclusivity(unchecked) var matchedGeneration = -1
+    }
+
+    /// What a new watch does next with the answer at hand (see ``watch(_:inline:_:)``).
+    private enum FirstAnswerStep {
+        /// Nothing now: the watch ended, or it waits for the host's first resolution.
+        case drop
+        /// Judge the host again: the answer at hand is optimistic and addresses are known.
+        case judgeAgain
+        /// Tell the watcher the answer at hand; it is ready.
+        case tell
     }
 
     /// Where a watch is on its way to its first answer.
@@ -297,32 +309,38 @@ final class ReachabilityEngine: Sendable {
         // On the serial queue nothing evaluates between reading the answer and marking the
         // watcher ready, so it gets the current answer once and then exactly the later changes.
         // A host name that was never resolved has no answer to tell yet: the watcher waits, and
-        // the round that applies the first resolution tells it (`evaluateAndStore`). A host whose
-        // own resolution has not landed while a query's has is judged again from the query's
-        // addresses: its kept answer may be from before them (optimistic, from the default
-        // routes). That evaluation also tells the watchers waiting for them.
+        // the round that applies the first resolution tells it (`evaluateAndStore`). A query's
+        // resolution, though, lands off the queue: when one is known and the answer at hand was
+        // judged without it (optimistic, from the default routes: kept from before it, or
+        // judged while it landed), the host is judged again from its addresses, which also
+        // tells the watchers waiting for them.
         queue.async { [self] in
-            let kept = state.withLock { state -> ReachabilityAnswer? in
-                guard let entry = state.entries[target] else { return nil }
-                if case .host(let name) = target, entry.addresses == nil, state.resolvedHosts[name] != nil { return nil }
-                return entry.answer
-            }
-            let answer = kept ?? evaluateAndStore(target, in: snapshot())
-            let tellNow = state.withLock { state -> Bool in
-                guard let entry = state.entries[target], entry.watchers[token.id]?.phase == .registered else { return false }
-                if case .host(let name) = target, entry.addresses == nil, state.resolvedHosts[name] == nil,
-                   state.termination == nil {
-                    entry.watchers[token.id]!.phase = .waiting
-                    entry.waitingWatchers += 1
-                    return false
+            var answer = state.withLock { $0.entries[target]?.answer } ?? evaluateAndStore(target, in: snapshot())
+            while true {
+                let step = state.withLock { state -> FirstAnswerStep in
+                    guard let entry = state.entries[target], entry.watchers[token.id]?.phase == .registered else { return .drop }
+                    if case .host(let name) = target, entry.addresses == nil, state.termination == nil {
+                        guard state.resolvedHosts[name] != nil else {
+                            entry.watchers[token.id]!.phase = .waiting
+                            entry.waitingWatchers += 1
+                            return .drop
+                        }
+                        if entry.judgedWithoutAddresses { return .judgeAgain }
+                    }
+                    entry.watchers[token.id]!.phase = .ready
+                    return .tell
                 }
-                entry.watchers[token.id]!.phase = .ready
-                return true
-            }
-            if tellNow {
-                let batch = DeliveryBatch(inline: queue)
-                watcher(answer, batch)
-                batch.send()
+                switch step {
+                case .drop:
+                    return
+                case .judgeAgain:
+                    answer = evaluateAndStore(target, in: snapshot())
+                case .tell:
+                    let batch = DeliveryBatch(inline: queue)
+                    watcher(answer, batch)
+                    batch.send()
+                    return
+                }
             }
         }
         return token
@@ -752,6 +770,7 @@ final class ReachabilityEngine: Sendable {
             guard let entry = state.entries[target] else { return [] }
             let previous = entry.answer
             entry.answer = answer
+            entry.judgedWithoutAddresses = target.isHost && addresses == nil
             // Watchers waiting for the host's first resolution get this answer as their first,
             // once it is known: resolved, or the subscription ended.
             var first: [UInt64] = []
