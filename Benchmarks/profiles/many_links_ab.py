@@ -5,10 +5,13 @@ host's scale makes visible. Two builds of `reach` (an A/B) take turns in ROUNDS 
 rounds; in each, every command runs RUNS times, and the round's figure is the median of its
 wall and CPU times (user and system, from getrusage of the child). Then each build's `reach
 watch` is started, left idle 3 s, and its resident memory (VmRSS) read, in alternating rounds
-too. Prints the medians of the rounds and each round's wall time. Root; creates and deletes
+too; and each build's monitors are started 3 times per round and timed to their first line
+(`reach watch` of an address and of the internet, inside the namespace by `ip netns exec` and
+from outside with `--netns`, which mounts that namespace's sysfs). Prints the medians of the
+rounds and each round's wall time. Root; creates and deletes
 its own namespace, never touches the root one.
 
-usage: many_links_ab.py OLD_REACH NEW_REACH [ROUNDS [RUNS]]   (5 and 15 by default; a minute)
+usage: many_links_ab.py OLD_REACH NEW_REACH [ROUNDS [RUNS]]   (5 and 15 by default; 2 minutes)
 """
 import os
 import resource
@@ -45,6 +48,19 @@ def timed(command):
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
+def first_line(command):
+    """Milliseconds from starting `command` to its first line of output."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        if not process.stdout.readline():
+            raise SystemExit(f"{' '.join(command)}: no line")
+        return (time.perf_counter() - start) * 1e3
+    finally:
+        process.kill()
+        process.wait()
+
+
 def idle_watch_rss(binary):
     watch = subprocess.Popen([binary, "watch", "--netns", ns, "10.100.3.9"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -66,6 +82,11 @@ def main():
         walls = {(b, c): [] for b in builds for c in commands}
         cpus = {(b, c): [] for b in builds for c in commands}
         rss = {b: [] for b in builds}
+        monitors = {"watch ADDRESS (netns exec)": lambda b: ["ip", "netns", "exec", ns, b, "watch", "10.100.3.9"],
+                    "watch (netns exec)": lambda b: ["ip", "netns", "exec", ns, b, "watch"],
+                    "watch --netns ADDRESS": lambda b: [b, "watch", "--netns", ns, "10.100.3.9"],
+                    "watch --netns": lambda b: [b, "watch", "--netns", ns]}
+        firsts = {(b, m): [] for b in builds for m in monitors}
         for r in range(rounds):
             order = ["old", "new"] if r % 2 == 0 else ["new", "old"]
             for label in order:
@@ -74,12 +95,18 @@ def main():
                     walls[(label, name)].append(statistics.median(s[0] for s in samples) * 1e3)
                     cpus[(label, name)].append(statistics.median(s[1] for s in samples) * 1e3)
                 rss[label].append(idle_watch_rss(builds[label]) / 1024)
+                for name, command in monitors.items():
+                    firsts[(label, name)].append(statistics.median(first_line(command(builds[label])) for _ in range(3)))
         for name in commands:
             ow, nw = statistics.median(walls[("old", name)]), statistics.median(walls[("new", name)])
             oc, nc = statistics.median(cpus[("old", name)]), statistics.median(cpus[("new", name)])
             print(f"reach {name:14} wall ms {ow:6.1f} -> {nw:6.1f} ({nw / ow:.2f}x), CPU ms {oc:6.1f} -> {nc:6.1f} "
                   f"({nc / oc:.2f}x); rounds {[round(x, 1) for x in walls[('old', name)]]} "
                   f"{[round(x, 1) for x in walls[('new', name)]]}")
+        for name in monitors:
+            o, n = statistics.median(firsts[("old", name)]), statistics.median(firsts[("new", name)])
+            print(f"first line of reach {name:26} ms {o:6.1f} -> {n:6.1f} ({n / o:.2f}x); rounds "
+                  f"{[round(x, 1) for x in firsts[('old', name)]]} {[round(x, 1) for x in firsts[('new', name)]]}")
         o, n = statistics.median(rss["old"]), statistics.median(rss["new"])
         print(f"idle reach watch VmRSS MiB {o:.1f} -> {n:.1f} ({n - o:+.1f}); rounds {rss['old']} {rss['new']}")
     finally:

@@ -11,7 +11,8 @@ extension NetworkNamespace {
     /// namespace it runs `body` on a dedicated thread that has its own mount namespace (every
     /// mount a slave of the host's, so nothing propagates back), joins this network namespace
     /// and mounts a fresh read-only sysfs over `/sys`, as `ip netns exec` does. The mount
-    /// namespace ends with the thread. Needs `CAP_SYS_ADMIN`.
+    /// namespace ends with the thread. Needs `CAP_SYS_ADMIN`. To read such a tree many times,
+    /// ``openSysfs()`` mounts it once.
     ///
     /// - Parameter body: Reads sysfs below the path it is given. It runs on another thread
     ///   for a namespace other than ``current``; it must not rely on thread-local state.
@@ -21,15 +22,64 @@ extension NetworkNamespace {
     ///   step (`unshare`, `mount`, `setns`) that failed.
     public func withSysfs<T>(_ body: @escaping @Sendable (_ sysfsRoot: String) -> T) throws(NetlinkError) -> T {
         if isCurrent { return body("/sys") }
+        return try inSysfsView { () throws(NetlinkError) in body("/sys") }
+    }
+
+    /// Opens a sysfs tree that shows this namespace's links and keeps it open, for reads with
+    /// `openat` from any thread (``SysfsDirectory``).
+    ///
+    /// For ``current`` it opens `/sys`. For any other namespace it mounts a fresh read-only
+    /// sysfs as ``withSysfs(_:)`` does, on a dedicated thread, opens its root, and lets the
+    /// thread and its mount namespace end: the open directory keeps that one mount alive
+    /// (detached, as after `umount -l`) and it goes with the directory. Unlike a path, the
+    /// directory keeps showing this namespace's links as they come, go and change names; once
+    /// the namespace is gone it lists none. So a reader that looks at a few links at a time,
+    /// often, pays for the mount once instead of a thread and two mounts each time. Needs
+    /// `CAP_SYS_ADMIN` for a namespace other than ``current``.
+    /// - Throws: The errors of ``withSysfs(_:)``, or a ``NetlinkError`` whose `context` says
+    ///   that the mounted root could not be opened.
+    public func openSysfs() throws(NetlinkError) -> SysfsDirectory {
         let target = try openDescriptor()
         defer { close(target) }
+        var info = stat()
+        guard fstat(target, &info) == 0 else {
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "fstat \(self)")
+        }
+        let identity = Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        let description = self.description
+        let open: @Sendable () throws(NetlinkError) -> Int32 = { () throws(NetlinkError) -> Int32 in
+            let descriptor = Glibc.open("/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno,
+                                   context: "open the sysfs view of \(description)")
+            }
+            return descriptor
+        }
+        let descriptor = isCurrent ? try open() : try inSysfsView(of: target, open)
+        return SysfsDirectory(descriptor: descriptor, namespace: self, identity: identity)
+    }
+
+    /// Runs `body` on a dedicated thread whose `/sys` shows this namespace (opened here).
+    private func inSysfsView<T>(_ body: @escaping @Sendable () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
+        let target = try openDescriptor()
+        defer { close(target) }
+        return try inSysfsView(of: target, body)
+    }
+
+    /// Runs `body` on a dedicated thread with its own mount namespace, joined to the network
+    /// namespace `target` (a descriptor of this namespace) and a fresh sysfs over `/sys`.
+    private func inSysfsView<T>(of target: Int32, _ body: @escaping @Sendable () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
         let outcome = UnsafeTransfer<Result<T, NetlinkError>?>(nil)
         let description = self.description
         try runOnDedicatedThread(name: "sysfs \(description)") {
             var saved: Int32 = 0
             let step = cnetlink_enter_namespace_sysfs(target, &saved)
             if step == 0 {
-                outcome.value = .success(body("/sys"))
+                do throws(NetlinkError) {
+                    outcome.value = .success(try body())
+                } catch {
+                    outcome.value = .failure(error)
+                }
                 return
             }
             let steps = ["unshare(CLONE_NEWNS)", "make mounts slaves", "setns \(description)", "mount sysfs"]
@@ -46,4 +96,38 @@ extension NetworkNamespace {
         }
         return try outcome.value!.get()
     }
+}
+
+/// An open sysfs tree that shows one network namespace's links (``NetworkNamespace/openSysfs()``):
+/// its root directory, read with `openat` relative to ``descriptor`` (`class/net/NAME/...`),
+/// from any thread. The descriptor is closed when the last reference goes.
+public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
+    /// The root directory of the tree (a read-only descriptor), which plays the role of `/sys`.
+    /// Valid while this object lives; do not close it.
+    public let descriptor: Int32
+    /// The namespace whose links the tree shows.
+    public let namespace: NetworkNamespace
+    /// That namespace's identity when the tree was opened: a namespace of the same name made
+    /// later has another, and this tree does not show its links.
+    public let identity: NetworkNamespace.Identity
+
+    init(descriptor: Int32, namespace: NetworkNamespace, identity: NetworkNamespace.Identity) {
+        self.descriptor = descriptor
+        self.namespace = namespace
+        self.identity = identity
+    }
+
+    deinit { close(descriptor) }
+
+    /// Whether this tree still shows `namespace` as it is now: the namespace's identity is the
+    /// one it was opened for (false when it is gone, or a new namespace took its name).
+    public func shows(_ namespace: NetworkNamespace) -> Bool {
+        (try? namespace.identity()) == identity
+    }
+
+    public var description: String { "sysfs of \(namespace.description)" }
+
+    public static func == (lhs: SysfsDirectory, rhs: SysfsDirectory) -> Bool { lhs === rhs }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

@@ -4,8 +4,9 @@ import Netlink
 /// Where a ``LinkClassificationCache`` reads sysfs facts.
 public enum SysfsSource: Sendable, Hashable {
     /// The live `/sys` as seen from a network namespace. For a namespace other than the
-    /// current one this mounts a private sysfs for it (`NetworkNamespace.withSysfs(_:)`),
-    /// which needs `CAP_SYS_ADMIN`; without it the links get no sysfs evidence. An entry whose
+    /// current one the cache mounts a private sysfs for it once (`NetworkNamespace.openSysfs()`)
+    /// and keeps it open while that namespace lives, which needs `CAP_SYS_ADMIN`; without it
+    /// the links get no sysfs evidence, and each read tries the mount again. An entry whose
     /// `IFINDEX` disagrees with the link (renamed in between) is ignored.
     case live(NetworkNamespace)
     /// A sysfs tree under a directory, such as a fixture (`reach --sysfs-root DIR`). It is read
@@ -48,6 +49,17 @@ public final class LinkClassificationCache: Sendable {
         /// confirmed for (`NetworkState.linkRevision`), if any.
         var linkRevision: UInt64?
         var classifications: [Int32: LinkClassification] = [:]
+        /// The link revision that `partial` belongs to, and the classifications asked of
+        /// `classifications(ofLinksIn:needed:)` since the links last changed (with what they
+        /// stack on).
+        var partialRevision: UInt64?
+        var partial: [Int32: LinkClassification] = [:]
+        /// Every link of `partialRevision`'s state by index, port and name, once one was needed.
+        var partialSource: LinkSource?
+        /// The same for the latest revision older than `partialRevision` that was asked for.
+        var older: (revision: UInt64, source: LinkSource)?
+        /// Another namespace's sysfs, kept open (``SysfsSource/live(_:)``).
+        var sysfsDirectory: SysfsDirectory?
         var sysfsReads = 0
         var linksReadFromSysfs = 0
         var lastSysfsError: NetlinkError?
@@ -77,6 +89,72 @@ public final class LinkClassificationCache: Sendable {
             return kept
         }
         return classifications(of: network.links.values, linkRevision: network.linkRevision)
+    }
+
+    /// The classification of the links in `needed` that a subscription's state has (and of
+    /// those asked for before while its links stayed what they were), reading sysfs only for
+    /// them and what they stack on: a monitor needs only the links its answers go out through,
+    /// and reading sysfs for every link was most of its start-up in a namespace of 1 000 links.
+    /// Another namespace's sysfs is mounted once and kept open for that (see
+    /// ``SysfsSource/live(_:)``). With the state's link revision unchanged and the links known, it costs a lookup per
+    /// needed link. After a change of the links the kept answers are made again, with the
+    /// needed ones, in one pass (sysfs is read again only for links whose name, kind, master
+    /// or type changed). A state older than the kept answers (a query's, read before a
+    /// round's) is answered on its own, leaving them. A state without a link revision (built
+    /// by hand) gets ``classifications(of:)`` of all its links.
+    ///
+    /// The engine uses only this; ``classifications(of:)`` and
+    /// ``classifications(ofLinksIn:)`` keep answers of their own (the sysfs facts are shared).
+    package func classifications(ofLinksIn network: NetworkState, needed: some Sequence<Int32>) -> [Int32: LinkClassification] {
+        guard let revision = network.linkRevision else { return classifications(of: network.links.values, linkRevision: nil) }
+        let kept = state.withLock { state -> KeptOrMissing in
+            if let current = state.partialRevision, revision < current {
+                return .older(state.older?.revision == revision ? state.older?.source : nil)
+            }
+            var wanted: Set<Int32> = []
+            if state.partialRevision != revision {
+                // Revisions only grow: the links changed since the kept answers were made.
+                wanted = Set(state.partial.keys)
+                state.partialRevision = revision
+                state.partial = [:]
+                state.partialSource = nil
+                // The facts of links that went away are forgotten.
+                state.sysfs = state.sysfs.filter { network.links[$0.key] != nil }
+            }
+            for index in needed where state.partial[index] == nil { wanted.insert(index) }
+            let missing = wanted.compactMap { network.links[$0] }
+            return missing.isEmpty ? .answered(state.partial) : .missing(missing, state.partialSource)
+        }
+        switch kept {
+        case .answered(let answers):
+            return answers
+        case .older(let kept):
+            // One link source for the latest older revision: a round that runs on while a
+            // query sees newer links asks with its older state again and again.
+            let source = kept ?? LinkSource(everyLink: network.links.values)
+            if kept == nil { state.withLock { $0.older = (revision, source) } }
+            return classifications(of: needed.compactMap { network.links[$0] }, from: source)
+        case .missing(let missing, let kept):
+            // Every link of the revision by index, port and name, made once per revision.
+            let source = kept ?? LinkSource(everyLink: network.links.values)
+            let answers = classifications(of: missing, from: source)
+            return state.withLock { state in
+                guard state.partialRevision == revision else { return answers }
+                state.partial.merge(answers) { _, new in new }
+                if state.partialSource == nil { state.partialSource = source }
+                return state.partial
+            }
+        }
+    }
+
+    /// What `classifications(ofLinksIn:needed:)` finds kept: every needed link's answer, or
+    /// the needed links without one.
+    private enum KeptOrMissing {
+        case answered([Int32: LinkClassification])
+        /// The links to classify, and the revision's link source if one was made.
+        case missing([Link], LinkSource?)
+        /// The state is older than the kept answers; the link source of its revision, if kept.
+        case older(LinkSource?)
     }
 
     private func classifications(of links: some Collection<Link>, linkRevision: UInt64?) -> [Int32: LinkClassification] {
@@ -199,11 +277,15 @@ public final class LinkClassificationCache: Sendable {
             if let linkIndex { state.sysfs[linkIndex] = nil } else { state.sysfs = [:] }
             state.facts = [:]
             state.linkRevision = nil
+            state.partialRevision = nil
         }
     }
 
     /// How many times sysfs was read (one read covers every link that needed it).
     public var sysfsReadCount: Int { state.withLock { $0.sysfsReads } }
+
+    /// Another namespace's sysfs tree as kept open, if one is (for tests).
+    var keptSysfsDirectory: SysfsDirectory? { state.withLock { $0.sysfsDirectory } }
 
     /// How many links' sysfs entries were read, over every read.
     public var sysfsLinkReadCount: Int { state.withLock { $0.linksReadFromSysfs } }
@@ -271,6 +353,16 @@ public final class LinkClassificationCache: Sendable {
         .init(name: link.name, kind: link.kind, masterIndex: link.masterIndex, arphrdType: link.arphrdType)
     }
 
+    /// The sysfs tree of another namespace, mounted once and kept open while it shows that
+    /// namespace (a namespace made later under the same name gets a tree of its own). A read
+    /// through it is a few file reads; mounting it is a thread, `unshare` and two mounts.
+    private func sysfsDirectory(of namespace: NetworkNamespace) throws(NetlinkError) -> SysfsDirectory {
+        if let kept = state.withLock({ $0.sysfsDirectory }), kept.shows(namespace) { return kept }
+        let opened = try namespace.openSysfs()
+        state.withLock { $0.sysfsDirectory = opened }
+        return opened
+    }
+
     private func readSysfs(of links: [Link]) -> (facts: [Int32: SysfsFacts], error: NetlinkError?) {
         // Only a link without an rtnetlink kind can be stacked by sysfs alone (see
         // `SysfsFacts.lowerLinkNames`): the others' directories are not listed.
@@ -282,15 +374,13 @@ public final class LinkClassificationCache: Sendable {
                                uniquingKeysWith: { first, _ in first }), nil)
         case .live(let namespace):
             do {
-                let facts = try namespace.withSysfs { root in
-                    let reader = SysfsReader(root: root)
-                    return Dictionary(wanted.map { index, name, listing in
-                        let facts = reader.facts(forLinkNamed: name, listingLowerLinks: listing)
-                        // A rename between the netlink read and this one: not this link's entry.
-                        let stale = facts.interfaceIndex.map { $0 != index } ?? false
-                        return (index, stale ? SysfsFacts.absent : facts)
-                    }, uniquingKeysWith: { first, _ in first })
-                }
+                let reader = namespace.isCurrent ? SysfsReader() : SysfsReader(directory: try sysfsDirectory(of: namespace))
+                let facts = Dictionary(wanted.map { index, name, listing in
+                    let facts = reader.facts(forLinkNamed: name, listingLowerLinks: listing)
+                    // A rename between the netlink read and this one: not this link's entry.
+                    let stale = facts.interfaceIndex.map { $0 != index } ?? false
+                    return (index, stale ? SysfsFacts.absent : facts)
+                }, uniquingKeysWith: { first, _ in first })
                 return (facts, nil)
             } catch {
                 return ([:], error)

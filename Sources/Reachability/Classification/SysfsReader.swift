@@ -1,4 +1,5 @@
 import Glibc
+import Netlink
 
 /// Reads the ``SysfsFacts`` of network links from a sysfs tree.
 ///
@@ -10,14 +11,26 @@ import Glibc
 ///
 /// `/sys/class/net` shows the links of the network namespace that mounted it. To read the
 /// facts of another namespace's links, use ``LinkClassifier`` with ``SysfsSource/live(_:)``, which
-/// reads through `NetworkNamespace.withSysfs(_:)`.
+/// reads through a sysfs mounted for that namespace (`NetworkNamespace.openSysfs()`), or a
+/// reader of such a tree, ``init(directory:)``.
 public struct SysfsReader: Sendable, Hashable {
-    /// The directory that plays the role of `/sys`.
+    /// The directory that plays the role of `/sys` (for a reader of an open tree, its
+    /// description).
     public var root: String
+    /// The open tree read instead of `root`, if any.
+    private let directory: SysfsDirectory?
 
     /// A reader of the sysfs tree at `root`.
     public init(root: String = "/sys") {
         self.root = root
+        directory = nil
+    }
+
+    /// A reader of an open sysfs tree (`NetworkNamespace.openSysfs()`): another namespace's
+    /// links, read from any thread without a mount per read.
+    public init(directory: SysfsDirectory) {
+        root = directory.description
+        self.directory = directory
     }
 
     /// The facts of the link named `name`, or ``SysfsFacts/absent`` when sysfs has no such
@@ -35,7 +48,8 @@ public struct SysfsReader: Sendable, Hashable {
         // The link's path is walked once (`/sys/class/net/NAME`, a symbolic link into
         // `/sys/devices`); each entry is then looked up in its directory. Walking the whole
         // path for each entry made a monitor's start-up with 1 000 links 12 % slower.
-        let directory = open(root + "/class/net/" + name, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
+        let flags = O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC
+        let directory = self.directory.map { openat($0.descriptor, "class/net/" + name, flags) } ?? open(root + "/class/net/" + name, flags)
         guard directory >= 0 else { return .absent }
         defer { close(directory) }
         var facts = SysfsFacts(isPresent: true)

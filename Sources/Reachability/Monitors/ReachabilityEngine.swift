@@ -723,7 +723,7 @@ final class ReachabilityEngine: Sendable {
                                         in snapshot: Snapshot, batch: DeliveryBatch) {
         guard let representative = members.first?.address else { return }
         let base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
-                                                  classifications: snapshot.classifications)
+                                                  classifications: snapshot.classifications(for: shared.result))
         var notifications: [PendingDelivery] = []
         notifications.reserveCapacity(members.count)
         state.withLock { state in
@@ -829,13 +829,35 @@ final class ReachabilityEngine: Sendable {
         }
     }
 
-    /// The namespace's state and its links' classifications at one moment, read once for all
-    /// the targets of one evaluation round.
+    /// The namespace's state at one moment, read once for all the targets of one evaluation
+    /// round, and its links' classifications, made as answers need them: only the links that
+    /// answers go out through are classified (with what they stack on), each once while the
+    /// links stay what they are.
     struct Snapshot: Sendable {
         var network: NetworkState
-        var classifications: [Int32: LinkClassification]
+        /// Where the classifications come from.
+        let classifier: LinkClassificationCache
         /// Why the subscription ended, once it has: the state is then the last one known.
         var ended: NetlinkError? = nil
+
+        /// The classifications of the links of the default routes' next hops: what the
+        /// internet's answer and a path look at.
+        var defaultRouteClassifications: [Int32: LinkClassification] {
+            classifier.classifications(ofLinksIn: network,
+                                       needed: network.defaultRoutes.values.lazy.flatMap { $0.nexthops.lazy.compactMap(\.linkIndex) })
+        }
+
+        /// The classification of the link that `result` goes out through, if any (the only one
+        /// an answer from a lookup looks at).
+        func classifications(for result: RouteLookupResult) -> [Int32: LinkClassification] {
+            guard let index = Self.outputLink(of: result) else { return [:] }
+            return classifier.classifications(ofLinksIn: network, needed: CollectionOfOne(index))
+        }
+
+        private static func outputLink(of result: RouteLookupResult) -> Int32? {
+            guard case .route(let route) = result else { return nil }
+            return route.outputLinkIndex
+        }
     }
 
     /// The namespace's state and classifications now.
@@ -845,7 +867,7 @@ final class ReachabilityEngine: Sendable {
 
     /// A snapshot of `network`, a state of the subscription.
     private func snapshot(of network: NetworkState) -> Snapshot {
-        Snapshot(network: network, classifications: classifier.classifications(ofLinksIn: network), ended: termination)
+        Snapshot(network: network, classifier: classifier, ended: termination)
     }
 
     /// The answer for a name server (an address, or a scoped one; see `NameServers.parse`)
@@ -870,7 +892,6 @@ final class ReachabilityEngine: Sendable {
             return answer
         }
         let network = snapshot.network
-        let classifications = snapshot.classifications
         func lookup(_ destination: IPAddress, from source: IPAddress? = nil, scope: String? = nil) -> ReachabilityAnswer {
             ReachabilityEvaluator.evaluate(destination, scope: scope, links: network.links) { outputLink in
                 do throws(NetlinkError) {
@@ -881,7 +902,7 @@ final class ReachabilityEngine: Sendable {
                         result = try connection.lookupRoute(to: destination, from: source, outputLinkIndex: outputLink)
                     }
                     return ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
-                                                          classifications: classifications)
+                                                          classifications: snapshot.classifications(for: result))
                 } catch {
                     return .notReachable(.lookupFailed(error), address: destination)
                 }
@@ -889,7 +910,7 @@ final class ReachabilityEngine: Sendable {
         }
         switch target {
         case .internet:
-            return ReachabilityEvaluator.evaluateInternet(network, classifications: classifications)
+            return ReachabilityEvaluator.evaluateInternet(network, classifications: snapshot.defaultRouteClassifications)
         case .address(let address):
             var answer = lookup(address)
             answer.setAddresses(to: address)
@@ -905,7 +926,7 @@ final class ReachabilityEngine: Sendable {
         case .host:
             guard let addresses else {
                 // Optimistic until resolution finishes: the internet's answer.
-                var answer = ReachabilityEvaluator.evaluateInternet(network, classifications: classifications)
+                var answer = ReachabilityEvaluator.evaluateInternet(network, classifications: snapshot.defaultRouteClassifications)
                 answer.route = nil
                 return answer
             }

@@ -249,7 +249,7 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             guard let type = answer.interface?.type else { return false }
             return NetworkPath.allows(type, required: requiredInterfaceType, prohibited: prohibitedInterfaceTypes)
         }
-        return NetworkPath.evaluate(snapshot.network, classifications: snapshot.classifications, required: requiredInterfaceType,
+        return NetworkPath.evaluate(snapshot.network, classifications: snapshot.defaultRouteClassifications, required: requiredInterfaceType,
                                     prohibited: prohibitedInterfaceTypes, nameServerReachable: nameServerReachable)
     }
 }
