@@ -322,5 +322,8 @@ struct ClassificationCacheTests {
         #expect(throws: NetlinkError.namespaceNotFound) {
             try NetworkNamespace.named("rt-no-such-namespace").withSysfs { _ in 0 }
         }
+        #expect(throws: NetlinkError.namespaceNotFound) {
+            try NetworkNamespace.named("rt-no-such-namespace").openSysfs()
+        }
     }
 }
