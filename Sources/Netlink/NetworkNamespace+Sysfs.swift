@@ -41,11 +41,7 @@ extension NetworkNamespace {
     public func openSysfs() throws(NetlinkError) -> SysfsDirectory {
         let target = try openDescriptor()
         defer { close(target) }
-        var info = stat()
-        guard fstat(target, &info) == 0 else {
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "fstat \(self)")
-        }
-        let identity = Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        let identity = try identity(of: target)
         let description = self.description
         let open: @Sendable () throws(NetlinkError) -> Int32 = { () throws(NetlinkError) -> Int32 in
             let descriptor = Glibc.open("/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -94,8 +94,13 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     public func identity() throws(NetlinkError) -> Identity {
         let fd = try openDescriptor()
         defer { close(fd) }
+        return try identity(of: fd)
+    }
+
+    /// The identity of the namespace open at `descriptor` (from ``openDescriptor()``).
+    func identity(of descriptor: Int32) throws(NetlinkError) -> Identity {
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
+        guard fstat(descriptor, &info) == 0 else {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "fstat \(self)")
         }
         return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
