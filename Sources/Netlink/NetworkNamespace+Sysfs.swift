@@ -35,7 +35,9 @@ extension NetworkNamespace {
     /// directory keeps showing this namespace's links as they come, go and change names; once
     /// the namespace is gone it lists none. So a reader that looks at a few links at a time,
     /// often, pays for the mount once instead of a thread and two mounts each time. Needs
-    /// `CAP_SYS_ADMIN` for a namespace other than ``current``.
+    /// `CAP_SYS_ADMIN` for a namespace other than ``current``. The open tree does not keep the
+    /// namespace alive (its links go when it is deleted), but it pins the kernel's record of it
+    /// (a few KiB) and the sysfs superblock until the directory is released.
     /// - Throws: The errors of ``withSysfs(_:)``, or a ``NetlinkError`` whose `context` says
     ///   that the mounted root could not be opened.
     public func openSysfs() throws(NetlinkError) -> SysfsDirectory {
@@ -103,8 +105,9 @@ public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
     public let descriptor: Int32
     /// The namespace whose links the tree shows.
     public let namespace: NetworkNamespace
-    /// That namespace's identity when the tree was opened: a namespace of the same name made
-    /// later has another, and this tree does not show its links.
+    /// That namespace's identity when the tree was opened. A namespace made later under the
+    /// same name may have the same identity (the kernel reuses inode numbers): ``shows(_:)``
+    /// checks the tree too.
     public let identity: NetworkNamespace.Identity
 
     init(descriptor: Int32, namespace: NetworkNamespace, identity: NetworkNamespace.Identity) {
@@ -115,10 +118,25 @@ public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
 
     deinit { close(descriptor) }
 
-    /// Whether this tree still shows `namespace` as it is now: the namespace's identity is the
-    /// one it was opened for (false when it is gone, or a new namespace took its name).
+    /// Whether this tree still shows `namespace` as it is now: the namespace has the identity
+    /// the tree was opened for, and the tree lists a link. False when the namespace is gone or
+    /// its name leads to another namespace. The identity alone cannot tell: the kernel reuses a
+    /// deleted namespace's inode number, often for the next namespace made (`ip netns del X;
+    /// ip netns add X`). A live namespace always has its loopback link (renamed, perhaps), and
+    /// a tree of a deleted one lists nothing. Costs a few system calls.
     public func shows(_ namespace: NetworkNamespace) -> Bool {
-        (try? namespace.identity()) == identity
+        guard (try? namespace.identity()) == identity else { return false }
+        let links = openat(descriptor, "class/net", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
+        guard links >= 0, let listing = fdopendir(links) else {
+            if links >= 0 { close(links) }
+            return false
+        }
+        defer { closedir(listing) }
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if name != [0x2E] && name != [0x2E, 0x2E] { return true }
+        }
+        return false
     }
 
     public var description: String { "sysfs of \(namespace.description)" }

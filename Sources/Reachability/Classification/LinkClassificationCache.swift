@@ -5,8 +5,10 @@ import Netlink
 public enum SysfsSource: Sendable, Hashable {
     /// The live `/sys` as seen from a network namespace. For a namespace other than the
     /// current one the cache mounts a private sysfs for it once (`NetworkNamespace.openSysfs()`)
-    /// and keeps it open while that namespace lives, which needs `CAP_SYS_ADMIN`; without it
-    /// the links get no sysfs evidence, and each read tries the mount again. An entry whose
+    /// and reads it while it shows the namespace that the name or path leads to, which needs
+    /// `CAP_SYS_ADMIN`; without it the links get no sysfs evidence, and each read tries the
+    /// mount again. Like every read by name, it follows the name: a namespace deleted and made
+    /// again under it is read as the new one. An entry whose
     /// `IFINDEX` disagrees with the link (renamed in between) is ignored.
     case live(NetworkNamespace)
     /// A sysfs tree under a directory, such as a fixture (`reach --sysfs-root DIR`). It is read
@@ -353,11 +355,16 @@ public final class LinkClassificationCache: Sendable {
         .init(name: link.name, kind: link.kind, masterIndex: link.masterIndex, arphrdType: link.arphrdType)
     }
 
-    /// The sysfs tree of another namespace, mounted once and kept open while it shows that
-    /// namespace (a namespace made later under the same name gets a tree of its own). A read
-    /// through it is a few file reads; mounting it is a thread, `unshare` and two mounts.
+    /// The sysfs tree of another namespace, mounted once and kept open while it shows the
+    /// namespace that the source's name or path leads to (``SysfsDirectory/shows(_:)``): a
+    /// namespace made later under the same name gets a tree of its own. A read through it is a
+    /// few file reads; mounting it is a thread, `unshare` and two mounts.
     private func sysfsDirectory(of namespace: NetworkNamespace) throws(NetlinkError) -> SysfsDirectory {
-        if let kept = state.withLock({ $0.sysfsDirectory }), kept.shows(namespace) { return kept }
+        if let kept = state.withLock({ $0.sysfsDirectory }) {
+            if kept.shows(namespace) { return kept }
+            // A deleted namespace's tree is released even if no other can be opened.
+            state.withLock { if $0.sysfsDirectory === kept { $0.sysfsDirectory = nil } }
+        }
         let opened = try namespace.openSysfs()
         state.withLock { $0.sysfsDirectory = opened }
         return opened

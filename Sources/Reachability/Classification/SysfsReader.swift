@@ -10,12 +10,13 @@ import Netlink
 /// hang or exhaust the reader.
 ///
 /// `/sys/class/net` shows the links of the network namespace that mounted it. To read the
-/// facts of another namespace's links, use ``LinkClassifier`` with ``SysfsSource/live(_:)``, which
+/// facts of another namespace's links, use ``LinkClassificationCache`` with ``SysfsSource/live(_:)``, which
 /// reads through a sysfs mounted for that namespace (`NetworkNamespace.openSysfs()`), or a
 /// reader of such a tree, ``init(directory:)``.
 public struct SysfsReader: Sendable, Hashable {
-    /// The directory that plays the role of `/sys` (for a reader of an open tree, its
-    /// description).
+    /// The directory that plays the role of `/sys`. A reader of an open tree
+    /// (``init(directory:)``) reads that tree and holds its description here; setting it
+    /// changes nothing there.
     public var root: String
     /// The open tree read instead of `root`, if any.
     private let directory: SysfsDirectory?

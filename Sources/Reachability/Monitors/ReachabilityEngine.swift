@@ -40,7 +40,8 @@ final class ReachabilityEngine: Sendable {
         let serial: UInt64
         init(serial: UInt64) { self.serial = serial }
         @exclusivity(unchecked) var answer: ReachabilityAnswer?
-        /// Whether `answer` is a host's optimistic one, judged with no addresses known.
+        /// Whether `answer` is a host's optimistic one, judged with no addresses known while
+        /// the subscription ran.
         @exclusivity(unchecked) var judgedWithoutAddresses = false
         @exclusivity(unchecked) var addresses: [ResolvedAddress]?
         /// Why the last resolution gave no addresses, when it failed or timed out.
@@ -313,18 +314,20 @@ final class ReachabilityEngine: Sendable {
         // resolution, though, lands off the queue: when one is known and the answer at hand was
         // judged without it (optimistic, from the default routes: kept from before it, or
         // judged while it landed), the host is judged again from its addresses, which also
-        // tells the watchers waiting for them.
+        // tells the watchers waiting for them. So is a host whose subscription ended since its
+        // optimistic answer: the watcher hears that it ended.
         queue.async { [self] in
             var answer = state.withLock { $0.entries[target]?.answer } ?? evaluateAndStore(target, in: snapshot())
             while true {
                 let step = state.withLock { state -> FirstAnswerStep in
                     guard let entry = state.entries[target], entry.watchers[token.id]?.phase == .registered else { return .drop }
-                    if case .host(let name) = target, entry.addresses == nil, state.termination == nil {
-                        guard state.resolvedHosts[name] != nil else {
+                    if case .host(let name) = target, entry.addresses == nil {
+                        if state.resolvedHosts[name] == nil, state.termination == nil {
                             entry.watchers[token.id]!.phase = .waiting
                             entry.waitingWatchers += 1
                             return .drop
                         }
+                        // A resolution is known, or the subscription ended since.
                         if entry.judgedWithoutAddresses { return .judgeAgain }
                     }
                     entry.watchers[token.id]!.phase = .ready
@@ -770,7 +773,8 @@ final class ReachabilityEngine: Sendable {
             guard let entry = state.entries[target] else { return [] }
             let previous = entry.answer
             entry.answer = answer
-            entry.judgedWithoutAddresses = target.isHost && addresses == nil
+            // An answer of the ended subscription is not optimistic: it is the last word.
+            entry.judgedWithoutAddresses = target.isHost && addresses == nil && snapshot.ended == nil
             // Watchers waiting for the host's first resolution get this answer as their first,
             // once it is known: resolved, or the subscription ended.
             var first: [UInt64] = []
