@@ -139,9 +139,12 @@ public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
         return false
     }
 
+    /// "sysfs of NAME", for messages.
     public var description: String { "sysfs of \(namespace.description)" }
 
+    /// Two trees are equal when they are the same open tree (one mount, one descriptor).
     public static func == (lhs: SysfsDirectory, rhs: SysfsDirectory) -> Bool { lhs === rhs }
 
+    /// Hashes the tree's identity as an object, as ``==(_:_:)`` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

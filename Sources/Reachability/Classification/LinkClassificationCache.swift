@@ -8,8 +8,8 @@ public enum SysfsSource: Sendable, Hashable {
     /// and reads it while it shows the namespace that the name or path leads to, which needs
     /// `CAP_SYS_ADMIN`; without it the links get no sysfs evidence, and each read tries the
     /// mount again. Like every read by name, it follows the name: a namespace deleted and made
-    /// again under it is read as the new one. An entry whose
-    /// `IFINDEX` disagrees with the link (renamed in between) is ignored.
+    /// again under it is read as the new one. An entry whose `IFINDEX` disagrees with the link
+    /// (renamed in between) is ignored.
     case live(NetworkNamespace)
     /// A sysfs tree under a directory, such as a fixture (`reach --sysfs-root DIR`). It is read
     /// as it is, whatever the namespace.
@@ -98,8 +98,8 @@ public final class LinkClassificationCache: Sendable {
     /// them and what they stack on: a monitor needs only the links its answers go out through,
     /// and reading sysfs for every link was most of its start-up in a namespace of 1 000 links.
     /// Another namespace's sysfs is mounted once and kept open for that (see
-    /// ``SysfsSource/live(_:)``). With the state's link revision unchanged and the links known, it costs a lookup per
-    /// needed link. After a change of the links the kept answers are made again, with the
+    /// ``SysfsSource/live(_:)``). With the state's link revision unchanged and the links
+    /// known, it costs a lookup per needed link. After a change of the links the kept answers are made again, with the
     /// needed ones, in one pass (sysfs is read again only for links whose name, kind, master
     /// or type changed). A state older than the kept answers (a query's, read before a
     /// round's) is answered on its own, leaving them. A state without a link revision (built

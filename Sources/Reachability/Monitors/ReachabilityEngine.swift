@@ -63,7 +63,8 @@ final class ReachabilityEngine: Sendable {
     private enum FirstAnswerStep {
         /// Nothing now: the watch ended, or it waits for the host's first resolution.
         case drop
-        /// Judge the host again: the answer at hand is optimistic and addresses are known.
+        /// Judge the host again: the answer at hand is optimistic, and addresses are known or
+        /// the subscription ended since.
         case judgeAgain
         /// Tell the watcher the answer at hand; it is ready.
         case tell
