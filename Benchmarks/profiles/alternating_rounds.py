@@ -1,7 +1,8 @@
 """The measuring loop that churn_cpu.py and flip_cpu.py share: each listener alone in a
 namespace, round after round, in an order that alternates from one round to the next (so that a
 slow minute of the VM falls on every listener), with the CPU it used while a workload ran; and
-the scratch namespace that first_line.py measures in."""
+the scratch namespace that first_line.py measures in; and the container host of 1 000 links
+that many_links_ab.py and many_targets_ab.py measure in, with the time to a program's lines."""
 import contextlib
 import os
 import subprocess
@@ -27,6 +28,34 @@ def scratch_namespace(prefix, setup, batch_lines=()):
         subprocess.run(["ip", "netns", "del", namespace])
         if os.path.exists(batch):
             os.remove(batch)
+
+
+def build_container_host(namespace):
+    """Fills `namespace` as a container host: 500 veth pairs (1 000 links), up, aI with
+    10.(100 + I / 250).(I % 250).1/24, and a default route via 10.200.0.2 on a0; then waits for
+    the kernel's link watch to settle the new links' states."""
+    lines = ["link set lo up"]
+    for i in range(500):
+        lines += [f"link add a{i} type veth peer name b{i}", f"link set a{i} up", f"link set b{i} up",
+                  f"address add 10.{100 + i // 250}.{i % 250}.1/24 dev a{i}"]
+    lines += ["address add 10.200.0.1/24 dev a0", "route add default via 10.200.0.2"]
+    subprocess.run(["ip", "-n", namespace, "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
+    time.sleep(3)
+
+
+def lines_time(command, count=1):
+    """Milliseconds from starting `command` to its `count`th line of output (it is then
+    killed); exits the script if the command ends before."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(count):
+            if not process.stdout.readline():
+                raise SystemExit(f"{' '.join(command[:6])} ...: fewer than {count} lines")
+        return (time.perf_counter() - start) * 1e3
+    finally:
+        process.kill()
+        process.wait()
 
 
 def cpu_nanoseconds(pid):

@@ -20,21 +20,13 @@ import subprocess
 import sys
 import time
 
+from alternating_rounds import build_container_host, lines_time
+
 old, new = sys.argv[1], sys.argv[2]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 runs = int(sys.argv[4]) if len(sys.argv) > 4 else 15
 builds = {"old": old, "new": new}
 ns = f"rt{os.getpid()}-many"   # removable by scripts/remove-stale-namespaces.sh
-
-
-def build_namespace():
-    lines = ["link set lo up"]
-    for i in range(500):
-        lines += [f"link add a{i} type veth peer name b{i}", f"link set a{i} up", f"link set b{i} up",
-                  f"address add 10.{100 + i // 250}.{i % 250}.1/24 dev a{i}"]
-    lines += ["address add 10.200.0.1/24 dev a0", "route add default via 10.200.0.2"]
-    subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
-    time.sleep(3)   # the kernel's link watch settles the new links' states
 
 
 def timed(command):
@@ -46,19 +38,6 @@ def timed(command):
         raise SystemExit(f"{' '.join(command)}: exit {done.returncode}: {done.stderr.strip()}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-
-
-def first_line(command):
-    """Milliseconds from starting `command` to its first line of output."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        if not process.stdout.readline():
-            raise SystemExit(f"{' '.join(command)}: no line")
-        return (time.perf_counter() - start) * 1e3
-    finally:
-        process.kill()
-        process.wait()
 
 
 def idle_watch_rss(binary):
@@ -76,7 +55,7 @@ def idle_watch_rss(binary):
 def main():
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        build_namespace()
+        build_container_host(ns)
         commands = {"check": ["check", "--netns", ns], "check ADDRESS": ["check", "--netns", ns, "10.100.3.9"],
                     "links --json": ["links", "--json", "--netns", ns]}
         walls = {(b, c): [] for b in builds for c in commands}
@@ -96,7 +75,7 @@ def main():
                     cpus[(label, name)].append(statistics.median(s[1] for s in samples) * 1e3)
                 rss[label].append(idle_watch_rss(builds[label]) / 1024)
                 for name, command in monitors.items():
-                    firsts[(label, name)].append(statistics.median(first_line(command(builds[label])) for _ in range(3)))
+                    firsts[(label, name)].append(statistics.median(lines_time(command(builds[label])) for _ in range(3)))
         for name in commands:
             ow, nw = statistics.median(walls[("old", name)]), statistics.median(walls[("new", name)])
             oc, nc = statistics.median(cpus[("old", name)]), statistics.median(cpus[("new", name)])

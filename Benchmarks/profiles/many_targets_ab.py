@@ -13,7 +13,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
+
+from alternating_rounds import build_container_host, lines_time
 
 old, new = sys.argv[1], sys.argv[2]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
@@ -23,34 +24,10 @@ ns = f"rt{os.getpid()}-targets"   # removable by scripts/remove-stale-namespaces
 targets = [f"10.100.{i}.9" for i in range(150)]
 
 
-def build_namespace():
-    lines = ["link set lo up"]
-    for i in range(500):
-        lines += [f"link add a{i} type veth peer name b{i}", f"link set a{i} up", f"link set b{i} up",
-                  f"address add 10.{100 + i // 250}.{i % 250}.1/24 dev a{i}"]
-    lines += ["address add 10.200.0.1/24 dev a0", "route add default via 10.200.0.2"]
-    subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
-    time.sleep(3)   # the kernel's link watch settles the new links' states
-
-
-def lines_time(command, count):
-    """Milliseconds from starting `command` to its `count`th line of output."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(count):
-            if not process.stdout.readline():
-                raise SystemExit(f"{' '.join(command[:6])} ...: fewer than {count} lines")
-        return (time.perf_counter() - start) * 1e3
-    finally:
-        process.kill()
-        process.wait()
-
-
 def main():
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        build_namespace()
+        build_container_host(ns)
         forms = {"ip netns exec": lambda b: ["ip", "netns", "exec", ns, b, "watch"] + targets,
                  "--netns": lambda b: [b, "watch", "--netns", ns] + targets}
         figures = {(b, f): [] for b in builds for f in forms}
