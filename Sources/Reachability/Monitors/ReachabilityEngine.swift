@@ -105,7 +105,9 @@ final class ReachabilityEngine: Sendable {
     private typealias ResolvedHost = (addresses: [ResolvedAddress], stale: Bool, failure: ReachabilityError?)
 
     private struct State {
-        var entries: [ReachabilityTarget: Entry] = [:]
+        /// The watched targets, walked in the order they were first watched (see
+        /// ``InsertionOrderedTable``).
+        var entries = InsertionOrderedTable<ReachabilityTarget, Entry>()
         var nextID: UInt64 = 1
         /// A round will pick up the changes noted so far: one is queued, or one is running and
         /// will queue the next when it ends.
@@ -579,7 +581,8 @@ final class ReachabilityEngine: Sendable {
                 state.changedDefaultTables.removeAll()
                 state.otherRouteChanged = false
             }
-            let targets = Array(state.entries.keys)
+            // The host names, resolved again when the network changed.
+            let hosts = state.hostEntries > 0 ? state.entries.keys.filter(\.isHost) : []
             // The entries travel with their targets: the round reads and updates them without
             // looking each one up again.
             let affected = state.entries.compactMap { target, entry -> (target: ReachabilityTarget, entry: Entry)? in
@@ -591,12 +594,12 @@ final class ReachabilityEngine: Sendable {
                 && state.changedDefaultTables.count == 1 ? state.changedDefaultTables.first : nil
             // Any other round may change what the addresses match without learning it again.
             if sharedTable == nil { state.matchGeneration += 1 }
-            return (network, targets, state.networkChangedForHosts, affected, sharedTable)
+            return (network, hosts, state.networkChangedForHosts, affected, sharedTable)
         }
-        guard let (settledNetwork, targets, reresolve, affected, sharedTable) = begun else { return }
+        guard let (settledNetwork, hosts, reresolve, affected, sharedTable) = begun else { return }
         let snapshot = snapshot(of: settledNetwork)
         if reresolve, snapshot.ended == nil {
-            for target in targets where target.isHost { resolve(target) }
+            for host in hosts { resolve(host) }
         }
         // Once the subscription has ended, every answer is known without asking the kernel.
         // A lone address (or nothing) asks the kernel on its own: nothing to batch or share, and
