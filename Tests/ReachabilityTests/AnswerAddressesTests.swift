@@ -91,6 +91,24 @@ struct AnswerAddressesTests {
         #expect(sibling.hashValue == whole.hashValue)
     }
 
+    /// A member moved to storage of its own (a block of a round's deliveries) is the same
+    /// answer, and changing it changes nothing else.
+    @Test func aMemberInItsOwnBoxIsTheSameAnswer() {
+        let route = Route(family: .ipv4, destination: IPNetwork("0.0.0.0/0")!)
+        let shared = ReachabilityAnswer(flags: [.reachable], gateway: IPAddress("192.0.2.1")!,
+                                        address: IPAddress("198.51.100.1")!, route: route)
+        let member = shared.forMember(one)
+        var moved = member.inOwnBox()
+        let movedShared = shared.inOwnBox()
+        #expect(moved == member && moved.hashValue == member.hashValue)
+        #expect(moved.isSameAnswer(as: member) && member.isSameAnswer(as: moved))
+        #expect(movedShared == shared && movedShared.forMember(one) == member)
+        #expect(moved.address == one && moved.route?.destination == IPNetwork("198.51.100.7/32")!)
+        moved.gateway = nil
+        #expect(member.gateway == IPAddress("192.0.2.1")! && shared.gateway == IPAddress("192.0.2.1")!)
+        #expect(!moved.isSameAnswer(as: member))
+    }
+
     /// An answer is a userInfo value of every notification: it must fit in an `Any` without a
     /// box of its own (three words).
     @Test func anAnswerFitsInAnAnyInline() {

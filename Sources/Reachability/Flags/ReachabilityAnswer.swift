@@ -135,6 +135,10 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
         return ReachabilityAnswer(box: Box(parts), member: nil)
     }
 
+    /// The same answer with storage of its own: nothing it is copied to later shares a
+    /// reference count with this answer's copies.
+    func inOwnBox() -> ReachabilityAnswer { ReachabilityAnswer(box: Box(box.parts), member: member) }
+
     private init(box: Box, member: IPv4Address?) {
         self.box = box
         self.member = member

@@ -35,7 +35,7 @@ final class DeliveryBatch: @unchecked Sendable {
 
     /// How many callbacks a queue gets per block: a round sends its first callbacks while it
     /// is still evaluating the rest, so the callback queue works alongside the engine.
-    private static let blockSize = 256
+    static let blockSize = 256
 
     /// The queue the batch is filled on, whose work runs at once.
     private let inline: DispatchQueue

@@ -726,16 +726,23 @@ final class ReachabilityEngine: Sendable {
     /// Evaluates the shared answer once, gives each member its own copy (its address as
     /// destination), stores them and their FIB entry under one lock, and tells the watchers
     /// whose answer changed.
+    ///
+    /// The members' copies share the evaluated answer's storage, one box per block of
+    /// deliveries (``DeliveryBatch/blockSize``): the callback queue's thread retains and
+    /// releases the box of the block it runs while this thread fills the next block with
+    /// another. With one box for all, each of those atomic reference counts moved the box's
+    /// cache line between the two cores (about a sixth of the time to tell 10 000 monitors).
     private func evaluateAndStoreShared(_ shared: SharedAnswer, for members: [(address: IPAddress, entry: Entry)],
                                         in snapshot: Snapshot, batch: DeliveryBatch) {
         guard let representative = members.first?.address else { return }
-        let base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
+        var base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
                                                   classifications: snapshot.classifications(for: shared.result))
         var notifications: [PendingDelivery] = []
         notifications.reserveCapacity(members.count)
         state.withLock { state in
             state.sharedLookups += members.count - 1
-            for (address, entry) in members {
+            for (position, (address, entry)) in members.enumerated() {
+                if position > 0, position.isMultiple(of: DeliveryBatch.blockSize) { base = base.inOwnBox() }
                 let answer = base.forMember(address)
                 state.evaluations += 1
                 entry.matched = shared.entry
