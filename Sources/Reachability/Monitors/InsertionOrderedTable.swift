@@ -9,7 +9,7 @@
 /// after the other (the reference counting's atomic instructions keep the processor from
 /// overlapping them). Walked in insertion order, which is allocation order, the addresses
 /// mostly rise and the hardware prefetcher has them ready: one route change told to 10 000
-/// monitors took about 6 ms in the engine instead of 14 to 18 (BENCHMARKS.md).
+/// monitors took 7 to 11 ms in the engine instead of 13 to 23 (Benchmarks/HISTORY.md).
 ///
 /// A removed key leaves a hole, skipped while iterating; the holes are squeezed out, in order,
 /// once they are more than half of the slots.
