@@ -21,20 +21,6 @@ import Testing
 /// `REACH_FUZZ_SEED=N` replays a run; the seed is in every failure message.
 @Suite("reach: random arguments")
 struct ArgumentFuzzTests {
-    // MARK: Randomness that can be replayed
-
-    /// SplitMix64: small, fast and seedable.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     // MARK: Safety checks on tokens
 
     /// An address literal, as glibc's `inet_pton` reads one.
@@ -259,7 +245,7 @@ struct ArgumentFuzzTests {
 
     @Test func randomVectorsExitWith0Or2AndOneLine() throws {
         let seed = ProcessInfo.processInfo.environment["REACH_FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
-        var rng = SeededGenerator(state: seed)
+        var rng = SeededGenerator(seed: seed)
         var poisoned = 0
         for _ in 0..<250 {
             let vector = Self.vector(&rng)

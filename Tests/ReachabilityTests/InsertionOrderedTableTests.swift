@@ -1,3 +1,4 @@
+import NetnsTestSupport
 @testable import Reachability
 import Testing
 
@@ -6,21 +7,9 @@ import Testing
 /// holes.
 @Suite("Insertion-ordered table")
 struct InsertionOrderedTableTests {
-    /// A small deterministic generator (SplitMix64), so that a failure can be replayed.
-    private struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
     func behavesAsADictionaryThatKeepsInsertionOrder(seed: UInt64) {
-        var random = SplitMix(state: seed)
+        var random = SeededGenerator(seed: seed)
         var table = InsertionOrderedTable<Int, String>()
         var model: [Int: String] = [:]
         var order: [Int] = []

@@ -1,0 +1,18 @@
+/// SplitMix64: a small, fast random number generator whose runs a seed replays, for tests that
+/// draw random inputs and must be able to repeat a failure.
+public struct SeededGenerator: RandomNumberGenerator {
+    /// The generator's whole state: the seed, advanced by each draw.
+    public var state: UInt64
+
+    /// A generator that starts from `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
