@@ -56,19 +56,23 @@ func upsert<Key: Hashable, Value>(_ value: Value, at key: Key, in dictionary: in
     return old == value ? nil : .changed(old: old, new: value)
 }
 
-/// Makes `dictionary` hold `current` where it held `previous` (a part of it), and returns the
-/// changes: removals first, then additions and updates.
+/// Makes `dictionary` hold `current` where it held `previous` (a part of it), and tells `emit`
+/// the changes: removals first, then additions and updates.
+///
+/// The changes go to `emit` rather than into an array: the array's storage type,
+/// `[Change<Route>]`, was instantiated by the Swift runtime on the first re-read after start-up
+/// (a search of every protocol conformance in the process for its generic requirements, some
+/// 370 000 instructions), in the middle of the first link flip's event (Benchmarks/HISTORY.md,
+/// "The sixteenth session").
 func replace<Key: Hashable, Value>(_ previous: [Key: Value], with current: [Key: Value],
-                                   in dictionary: inout [Key: Value]) -> [Change<Value>] {
-    var changes: [Change<Value>] = []
+                                   in dictionary: inout [Key: Value], _ emit: (Change<Value>) -> Void) {
     for (key, old) in previous where current[key] == nil {
         dictionary[key] = nil
-        changes.append(.removed(old))
+        emit(.removed(old))
     }
     for (key, value) in current {
-        if let change = upsert(value, at: key, in: &dictionary) { changes.append(change) }
+        if let change = upsert(value, at: key, in: &dictionary) { emit(change) }
     }
-    return changes
 }
 
 /// A change to a route.

@@ -61,8 +61,13 @@ final class SubscriptionEngine: @unchecked Sendable {
     @exclusivity(unchecked) private var namespaceIdentity: NetworkNamespace.Identity?
     @exclusivity(unchecked) private var state = NetworkState()
     @exclusivity(unchecked) private var batch: [NetlinkEvent] = []
-    @exclusivity(unchecked) private var linksToReconcile: Set<Int32> = []
-    @exclusivity(unchecked) private var tablesToReconcile: Set<TableKey> = []
+    // These three sets are kept allocated (see `reconcileMarked`), from start-up: a set's first
+    // storage has the Swift runtime make its type's metadata, which the first link flip's
+    // event waited for (see `instantiateEventPathTypes`).
+    @exclusivity(unchecked) private var linksToReconcile = Set<Int32>(minimumCapacity: 4)
+    @exclusivity(unchecked) private var tablesToReconcile = Set<TableKey>(minimumCapacity: 4)
+    /// The default-route dumps of one reconciliation.
+    @exclusivity(unchecked) private var rereadFilters = Set<RouteFilter>(minimumCapacity: 4)
     /// Links to read again: their lower link left the namespace (see `removeLink`).
     @exclusivity(unchecked) private var linksToReread: Set<Int32> = []
     /// The next-hop objects by id, kept from `RTM_NEWNEXTHOP` / `RTM_DELNEXTHOP`, for routes
@@ -200,6 +205,7 @@ final class SubscriptionEngine: @unchecked Sendable {
             teardown()  // what setUp opened before it failed
             return
         }
+        Self.instantiateEventPathTypes()
         let wake = self.wake
         publisher.start(with: state) { wake.signal() }
         ready(.success(()))
@@ -211,6 +217,27 @@ final class SubscriptionEngine: @unchecked Sendable {
         // libnl abort (`BUG()` in `do_foreach_af`).
         teardown()
         if !endedByExit.load(ordering: .acquiring) { publisher.terminate(ending ?? .stopped) }
+    }
+
+    /// Has the Swift runtime make, at start-up, the metadata of the generic types that only the
+    /// event path uses.
+    ///
+    /// The runtime makes a generic type's metadata the first time it is needed, and for a
+    /// dictionary or a set that includes checking that the key is `Hashable`: the first check of
+    /// a type against a protocol searches every protocol conformance in the process, some
+    /// 340 000 instructions here. Left to the first event, a few of those searches delayed the
+    /// first link flip's callback by 0.5 to 1 ms, and made up the slowest samples of every run
+    /// of the latency harness, whose listeners start afresh in each round (Benchmarks/HISTORY.md,
+    /// "The sixteenth session"). Found with callgrind (`Benchmarks/profiles/first_flips.sh`).
+    /// Without optimization, so that the array, which nothing reads, is still made.
+    @_optimize(none)
+    private static func instantiateEventPathTypes() {
+        let types: [Any.Type] = [
+            [Int32: Link].self, [Route.Key: Route].self, [InterfaceAddress.Key: InterfaceAddress].self,
+            [AddressFamily: [PolicyRule]].self, Change<Link>?.self, (Int32, Link).self, Link?.self, (Link?, Link?).self,
+            Set<Int32>.self, Set<RouteFilter>.self, Set<TableKey>.self, ContinuousClock.Instant?.self,
+        ]
+        _ = types
     }
 
     private func setUp(target: Int32) throws(NetlinkError) {
@@ -859,20 +886,21 @@ final class SubscriptionEngine: @unchecked Sendable {
         // Naming the table spares the kernel a walk of the others: an IPv4 dump of every table
         // walks the local routes of every address (with 500 addresses, 138 against 64 µs by
         // `strace -T` of `ip route show table all dev` and `table main dev`).
-        var linkFilters: Set<RouteFilter> = []
+        rereadFilters.removeAll(keepingCapacity: true)
         for route in state.defaultRoutes.values {
             for index in linksToReconcile where route.uses(linkIndex: index) {
-                linkFilters.insert(RouteFilter(family: route.family, table: route.table, outputLinkIndex: index,
-                                               defaultOnly: true))
+                rereadFilters.insert(RouteFilter(family: route.family, table: route.table, outputLinkIndex: index,
+                                                 defaultOnly: true))
             }
         }
-        let filters = Array(linkFilters)
-            + tablesToReconcile.map { RouteFilter(family: $0.family, table: $0.table, defaultOnly: true) }
+        for table in tablesToReconcile {
+            rereadFilters.insert(RouteFilter(family: table.family, table: table.table, defaultOnly: true))
+        }
         // Kept allocated: a flip marks its link again before its first event goes out, and a
         // new set's storage would be allocated and grown on that path each time.
         linksToReconcile.removeAll(keepingCapacity: true)
         tablesToReconcile.removeAll(keepingCapacity: true)
-        for filter in filters {
+        for filter in rereadFilters {
             do {
                 try reread(filter)
             } catch {
@@ -915,7 +943,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         // route the flush is about to take is not kept.
         current = current.filter { !Self.isFlushedWithItsLinks($0.value, links: state.links) }
         let previous = state.defaultRoutes.filter { filter.matches($0.value) }
-        batch += replace(previous, with: current, in: &state.defaultRoutes).map { .route(RouteChange($0)) }
+        replace(previous, with: current, in: &state.defaultRoutes) { batch.append(.route(RouteChange($0))) }
     }
 
     /// Whether the kernel removes `route` because its links are down: an IPv4 route whose every
@@ -1012,7 +1040,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     }
 
     private func diffAddresses(_ current: [InterfaceAddress.Key: InterfaceAddress]) {
-        batch += replace(state.addresses, with: current, in: &state.addresses).map { .address($0) }
+        replace(state.addresses, with: current, in: &state.addresses) { batch.append(.address($0)) }
     }
 
     private func linksFromKernel() throws(NetlinkError) -> [Int32: Link] {

@@ -235,6 +235,7 @@ final class ReachabilityEngine: Sendable {
         // `weak let` rather than `[weak self]`: a weak capture is a variable, whose every read
         // is checked for exclusive access at run time; a constant's is not.
         weak let engine = self
+        Self.instantiateRoundTypes()
         // Rounds for inline watchers run from the subscription's observer with `queue.sync`.
         subscription.noteObserversWait(for: queue)
         let observation = subscription.observeSettledBatchesOnSubscriptionThread(onTermination: { error in
@@ -243,6 +244,25 @@ final class ReachabilityEngine: Sendable {
             engine?.received(events, settled: settled)
         }
         state.withLock { $0.observation = observation }
+    }
+
+    /// Has the Swift runtime make, at start-up, the array storage types that only a round
+    /// started by a kernel event allocates (a watch's first answer does not), instead of in the
+    /// first such round, between the kernel's message and the callback: some 20 000
+    /// instructions each (the subscription's own, `SubscriptionEngine.instantiateEventPathTypes`,
+    /// tells why). Without optimization, so that the arrays, which nothing reads, are still made.
+    @_optimize(none)
+    private static func instantiateRoundTypes() {
+        var affected: [(target: ReachabilityTarget, entry: Entry)] = []
+        affected.reserveCapacity(1)
+        var hosts: [ReachabilityTarget] = []
+        hosts.reserveCapacity(1)
+        var watchers: [Watching] = []
+        watchers.reserveCapacity(1)
+        var deliveries: [PendingDelivery] = []
+        deliveries.reserveCapacity(1)
+        var members: [(address: IPAddress, entry: Entry)] = []
+        members.reserveCapacity(1)
     }
 
     /// Why the subscription ended (its namespace was deleted), or nil while it runs.
