@@ -180,7 +180,7 @@ final class ReachabilityEngine: Sendable {
                 case .host: return entry.addresses?.map(\.address) ?? []
                 }
             })
-            index.includesHostNames = entries.keys.contains { $0.isHost }
+            index.includesHostNames = hostEntries > 0
             addressIndex = index
             return index
         }
