@@ -99,11 +99,11 @@ public final class LinkClassificationCache: Sendable {
     /// and reading sysfs for every link was most of its start-up in a namespace of 1 000 links.
     /// Another namespace's sysfs is mounted once and kept open for that (see
     /// ``SysfsSource/live(_:)``). With the state's link revision unchanged and the links
-    /// known, it costs a lookup per needed link. After a change of the links the kept answers are made again, with the
-    /// needed ones, in one pass (sysfs is read again only for links whose name, kind, master
-    /// or type changed). A state older than the kept answers (a query's, read before a
-    /// round's) is answered on its own, leaving them. A state without a link revision (built
-    /// by hand) gets ``classifications(of:)`` of all its links.
+    /// known, it costs a lookup per needed link. After a change of the links the kept answers
+    /// are made again, with the needed ones, in one pass (sysfs is read again only for links
+    /// whose name, kind, master or type changed). A state older than the kept answers (a
+    /// query's, read before a round's) is answered on its own, leaving them. A state without a
+    /// link revision (built by hand) gets ``classifications(of:)`` of all its links.
     ///
     /// The engine uses only this; ``classifications(of:)`` and
     /// ``classifications(ofLinksIn:)`` keep answers of their own (the sysfs facts are shared).
