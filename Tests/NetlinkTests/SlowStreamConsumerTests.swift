@@ -25,7 +25,7 @@ struct SlowStreamConsumerTests {
     private func fallBehindOnce() async throws -> Bool {
         try await withTestNamespace("slow") { ns in
             // No IPv6: its addresses would come and go with the link.
-            _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+            try ns.disableIPv6()
             try ns.batch(["link add va type veth peer name vb", "link set vb up"])
             let index = try ns.index(of: "va")
             let subscription = try NetlinkSubscription(namespace: .named(ns.name),

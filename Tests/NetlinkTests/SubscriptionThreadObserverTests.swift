@@ -117,7 +117,7 @@ struct SubscriptionThreadObserverTests {
     @Test func batchObserversSeeTheSameEventsInFewerCalls() throws {
         let ns = try TestNamespace("inlinebatch")
         defer { ns.delete() }
-        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.disableIPv6()
         try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up", "address add 10.3.0.1/24 dev dum0"])
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
         // Pthread-based locks: written on the subscription's thread, read on the test's, and the
@@ -209,7 +209,7 @@ struct SubscriptionThreadObserverTests {
     @Test func cancelInsideTheHandlerSkipsTheRestOfItsBatch() throws {
         let ns = try TestNamespace("inlinecancelmid")
         defer { ns.delete() }
-        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.disableIPv6()
         try ns.batch(["link add dum0 type veth peer name dum0p", "link set dum0p up", "link set dum0 up"])
         let subscription = try NetlinkSubscription(namespace: .named(ns.name))
         let isRoute: @Sendable (NetlinkEvent, Int) -> Bool = { event, third in

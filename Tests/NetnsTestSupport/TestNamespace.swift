@@ -73,6 +73,13 @@ public final class TestNamespace: Sendable {
         try run(["ip", "netns", "exec", name] + arguments, check: check)
     }
 
+    /// Turns IPv6 off in the namespace, for links made from now on too: a test whose rounds or
+    /// batches must hold only what it does then sees no link-local address arrive a moment
+    /// after a link comes up.
+    public func disableIPv6() throws {
+        try exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+    }
+
     /// The interface index of a link in this namespace.
     public func index(of link: String) throws -> Int32 {
         let info = try ipJSON("link", "show", "dev", link)

@@ -473,7 +473,7 @@ struct MonitorDeliveryTests {
     /// and the tests that use it are about changes that come without any.
     private func nameServerNamespace(_ label: String) throws -> TestNamespace {
         let ns = try wiredNamespace(label)
-        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.disableIPv6()
         try ns.batch(["route add default via 10.1.0.2", "route add unreachable 203.0.113.0/24"])
         return ns
     }

@@ -10,7 +10,7 @@ private func routedNamespace(_ label: String) throws -> TestNamespace {
     let ns = try TestNamespace(label)
     // No IPv6: its link-local addresses arrive a moment later, and a round with an address
     // event rightly shares nothing; the rounds under test must be route rounds only.
-    _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+    try ns.disableIPv6()
     try ns.batch([
         "link add va type veth peer name vb", "link set va up", "link set vb up",
         "address add 10.1.0.1/24 dev va",

@@ -88,7 +88,7 @@ struct StormTests {
         // No IPv6: its addresses finish duplicate detection a moment after links come up, and
         // those changes, found by the re-read, would re-evaluate everything by themselves and
         // hide a re-read that the monitors ignore.
-        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.disableIPv6()
         try ns.batch([
             "link add up0 type veth peer name up1", "link set up0 up", "link set up1 up",
             "address add 10.200.0.1/24 dev up0", "route add default via 10.200.0.2 dev up0",

@@ -14,7 +14,7 @@ struct WatchOrderTests {
         defer { ns.delete() }
         // No IPv6: its link-local addresses arrive a moment later, and a round with an address
         // event shares no lookup.
-        _ = try ns.exec(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
+        try ns.disableIPv6()
         try ns.batch([
             "link add va type veth peer name vb", "link set va up", "link set vb up",
             "address add 10.1.0.1/24 dev va", "route add default via 10.1.0.2",
