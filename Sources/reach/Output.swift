@@ -30,6 +30,21 @@ enum Output {
         writeAll(STDOUT_FILENO, UnsafeRawBufferPointer(bytes))
     }
 
+    /// Lets whatever is ready to run on this thread's CPU run first, after a streaming command
+    /// wrote its lines: first of all a reader of the pipe that the write woke.
+    ///
+    /// Linux puts a thread woken by a pipe write on the writer's CPU, expecting the writer to
+    /// sleep soon; `reach watch` and `reach events` do not, since the rest of the kernel's burst
+    /// (a link going down brings its route and address removals, then a second evaluation)
+    /// still waits to be read. A reader on that CPU saw the line only when the tool went back to
+    /// sleep: 190 µs after `reach watch` wrote it, in a system-wide trace of the latency
+    /// harness's flips (BENCHMARKS.md, "Answers' latency"). After this yield the reader takes
+    /// the line at once and the tool goes on; with nothing else ready to run on the CPU, the
+    /// call returns at once.
+    static func yieldToReader() {
+        sched_yield()
+    }
+
     /// Ends the tool with 0 when the reader of standard output goes away, even while nothing is
     /// printed: a thread sleeps in `poll(2)` on standard output for no event, which reports only
     /// an error or hang-up (`POLLERR` when a pipe's reader closed it, as `head -1` does).

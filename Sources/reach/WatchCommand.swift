@@ -65,6 +65,7 @@ struct WatchCommand: ParsableCommand {
                         }
                     }
                     ended.note(answer)
+                    Output.yieldToReader()
                 }
                 return monitor
             }
