@@ -37,9 +37,10 @@ enum Output {
     /// sleep soon; `reach watch` and `reach events` do not, since the rest of the kernel's burst
     /// (a link going down brings its route and address removals, then a second evaluation)
     /// still waits to be read. A reader on that CPU took the line only when the tool went back
-    /// to sleep: in a trace of the latency harness's flips (`Benchmarks/profiles/line_to_reader.py`),
-    /// a median 89 µs after `reach watch` wrote it and 658 µs on the first flip; with this
-    /// yield, 30 and 38 µs. With nothing else ready to run on the CPU, the call returns at once.
+    /// to sleep: in a trace of the latency harness's flips
+    /// (`Benchmarks/profiles/line_to_reader.py`), a median 89 µs after `reach watch` wrote it
+    /// and 658 µs on the first flip; with this yield, 30 and 38 µs. With nothing else ready to
+    /// run on the CPU, the call returns at once.
     static func yieldToReader() {
         sched_yield()
     }
