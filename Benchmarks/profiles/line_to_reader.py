@@ -58,15 +58,15 @@ def analyse(events):
         end = flips[number + 1] if number + 1 < len(flips) else len(events)
         t0 = events[start][0]
         window = events[start:end]
-        writer = next((e for e in window if e[2] != harness_pid and syscall(e, "sys_enter", WRITE)
-                       and re.match(r"NR 1 \(1,", e[5])), None)
+        # The listener's line: its first write to standard output (fd 1) after the flip.
+        writer = next((e for e in window if e[2] != harness_pid and e[4] == "sys_enter"
+                       and e[5].startswith(f"NR {WRITE} (1,")), None)
         if writer is None:
             continue
         after = [e for e in window if e[0] >= writer[0]]
         sleep = next((e for e in after if e[4] == "sched_switch" and f"prev_pid={writer[3]} " in e[5]
                       and "prev_state=S" in e[5]), None)
-        read = next((e for e in after if e[3] != writer[3] and e[2] == harness_pid
-                     and syscall(e, "sys_exit", READ)), None)
+        read = next((e for e in after if e[2] == harness_pid and syscall(e, "sys_exit", READ)), None)
         rows.append(tuple(None if e is None else (e[0] - t0) * 1e6 for e in (writer, sleep, read)))
     return rows
 
