@@ -50,14 +50,17 @@ enum JSON: Sendable {
     /// `s` as a JSON string, quoted and escaped.
     static func quote<Sink: ByteSink>(_ s: String, into out: inout Sink) {
         out.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { bytes in
-            // Most strings (names, addresses, flags) need no escaping: append them whole.
-            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-                out.append(bytes: bytes)
-                return
+        // Most strings (names, addresses, flags) need no escaping, and are stored as UTF-8
+        // (small ones inside the `String`): appended whole, without a copy of the string.
+        let appended = s.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                return false
             }
-            for byte in bytes {
+            out.append(bytes: bytes)
+            return true
+        }
+        if appended != true {
+            for byte in s.utf8 {
                 switch byte {
                 case UInt8(ascii: "\""): out.append("\\\"")
                 case UInt8(ascii: "\\"): out.append("\\\\")
@@ -86,6 +89,8 @@ struct JSONWriter {
     private var out: ByteBuffer
     /// Whether the next key or array element needs a comma before it.
     private var needsComma = false
+    /// The names of route fields written so far, quoted (see ``QuotedNames``).
+    private var names = QuotedNames()
 
     /// A writer with room for `capacity` bytes before its buffer grows.
     init(capacity: Int = 1024) { out = ByteBuffer(capacity: capacity) }
@@ -151,6 +156,16 @@ struct JSONWriter {
     /// A string known when the tool was built, that needs no escaping.
     mutating func value(_ string: StaticString) {
         out.appendQuoted(string, comma: needsComma, colon: false)
+        needsComma = true
+    }
+
+    /// The name of a value of `kind` (a route's family, table, type, protocol or scope) as a
+    /// string: its description, quoted once per raw value under 256 and then copied.
+    mutating func value<Name: RawRepresentable & CustomStringConvertible>(_ kind: QuotedNames.Kind, _ name: Name)
+    where Name.RawValue: FixedWidthInteger {
+        guard let rawValue = UInt8(exactly: name.rawValue) else { return value(name.description) }
+        separate()
+        names.append(kind, rawValue, name, to: out)
         needsComma = true
     }
 

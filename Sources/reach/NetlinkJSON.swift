@@ -81,21 +81,22 @@ extension Route {
     /// `nexthopID`.
     func writeJSON(to out: inout JSONWriter) {
         out.beginObject()
-        out.key("family"); out.value(family.description)
-        out.key("table"); out.value(table.description)
-        out.key("type"); out.value(type.description)
+        out.key("family"); out.value(.family, family)
+        out.key("table"); out.value(.table, table)
+        out.key("type"); out.value(.type, type)
         out.key("destination")
         if isDefault { out.value("default" as StaticString) } else { out.value(destination) }
         out.key("sourcePrefix"); out.value(sourcePrefix)
         out.key("gateway"); out.value(gateway)
         out.key("index"); out.value(outputLinkIndex)
-        out.key("protocol"); out.value(routeProtocol.description)
-        out.key("scope"); out.value(scope.description)
+        out.key("protocol"); out.value(.routeProtocol, routeProtocol)
+        out.key("scope"); out.value(.scope, scope)
         out.key("metric"); out.value(metric)
         out.key("preference"); out.value(preference?.description)
         out.key("tos"); out.value(tos)
         out.key("preferredSource"); out.value(preferredSource)
-        out.key("flags"); out.value(names: flags.names)
+        // Most routes have no flags: no array of names is made for them.
+        out.key("flags"); out.value(names: flags.isEmpty ? [] : flags.names)
         out.key("nexthops")
         out.beginArray()
         if nexthops.count > 1 {
