@@ -94,7 +94,8 @@ struct LinksAndEventsTests {
     /// Every field of a route line, byte for byte, for routes of every shape: the contract's
     /// field order, names for known tables, protocols and scopes, numbers for the others,
     /// multipath next hops, flags, IPv6 with a source prefix and a router's preference, a TOS,
-    /// a route through a next-hop object, and the routes without a link.
+    /// a route through a next-hop object, the routes without a link, and tables named, numbered
+    /// under 256 and above it (whose names are not kept quoted: see `QuotedNames`).
     @Test func eventsJSONRoutesCarryEveryFieldByteForByte() async throws {
         try await withTestNamespace("cliroutes") { ns in
             try ns.batch(["link add veth0 type veth peer name veth1", "link set veth1 up", "link set veth0 up",
@@ -114,6 +115,7 @@ struct LinksAndEventsTests {
                 "route add unreachable 10.83.0.0/16 metric 9",
                 "nexthop add id 5 via 10.9.0.250 dev veth0", "route add 10.85.0.0/16 nhid 5",
                 "route add 10.86.0.0/16 via 10.9.0.254 tos 0x10",
+                "route add 10.87.0.0/16 via 10.9.0.254 table 1000",
                 "route add 2001:db8:78::/48 from 2001:db8:99::/48 via 2001:db8:9::fe pref high",
                 "route add 10.184.0.0/16 via 10.9.0.154 metric 1234567",
             ])
@@ -129,6 +131,7 @@ struct LinksAndEventsTests {
                 #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.85.0.0/16","sourcePrefix":null,"gateway":"10.9.0.250","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":5}"#,
                 #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.184.0.0/16","sourcePrefix":null,"gateway":"10.9.0.154","index":INDEX,"protocol":"boot","scope":"global","metric":1234567,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
                 #"{"family":"ipv4","table":"main","type":"unicast","destination":"10.86.0.0/16","sourcePrefix":null,"gateway":"10.9.0.254","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":16,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
+                #"{"family":"ipv4","table":"1000","type":"unicast","destination":"10.87.0.0/16","sourcePrefix":null,"gateway":"10.9.0.254","index":INDEX,"protocol":"boot","scope":"global","metric":0,"preference":null,"tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
                 #"{"family":"ipv6","table":"main","type":"unicast","destination":"2001:db8:78::/48","sourcePrefix":"2001:db8:99::/48","gateway":"2001:db8:9::fe","index":INDEX,"protocol":"boot","scope":"global","metric":1024,"preference":"high","tos":0,"preferredSource":null,"flags":[],"nexthops":[],"nexthopID":null}"#,
             ].map { $0.replacingOccurrences(of: "INDEX", with: "\(index)") }
             #expect(events.waitForLine(containing: "\"event\":\"new\"", "10.184.0.0/16"))
