@@ -257,6 +257,8 @@ public struct OperState: RawRepresentable, Sendable, Hashable, CustomStringConve
 func describeOptions<T: OptionSet>(_ set: T, _ table: [(T, String)]) -> [String]
 where T.RawValue: FixedWidthInteger, T.Element == T {
     var names: [String] = []
+    // One allocation: appended one by one, a link's five flags grew the array three times.
+    names.reserveCapacity(set.rawValue.nonzeroBitCount)
     var rest = set.rawValue
     for (flag, name) in table where set.contains(flag) {
         names.append(name)

@@ -10,7 +10,7 @@ extension Link {
     func writeJSON(_ classification: LinkClassification, to out: inout JSONWriter) {
         out.beginObject()
         writeJSONSummaryFields(classification, to: &out)
-        out.key("flags"); out.value(names: flags.names)
+        out.key("flags"); out.value(flags: flags)
         out.key("carrier"); out.value(carrier)
         out.key("mtu"); out.value(mtu)
         out.key("hardwareAddress"); out.value(hardwareAddress?.description)
@@ -29,12 +29,21 @@ extension Link {
     func writeJSONSummaryFields(_ classification: LinkClassification, to out: inout JSONWriter) {
         out.key("name"); out.value(name)
         out.key("index"); out.value(index)
-        classification.writeJSONFields(infoKind: kind, to: &out)
+        out.fragment(ClassificationFields(classification: classification, infoKind: kind)) {
+            classification.writeJSONFields(infoKind: kind, to: &$0)
+        }
         out.key("arphrd"); out.value(arphrdType.rawValue)
         out.key("operState"); out.value(operState.description)
         out.key("up"); out.value(isUp)
         out.key("running"); out.value(isRunning)
     }
+}
+
+/// What a link's classification fields are written from (the key of their
+/// ``JSONWriter/fragment(_:_:)``).
+struct ClassificationFields: Equatable {
+    let classification: LinkClassification
+    let infoKind: String?
 }
 
 extension LinkClassification {
@@ -95,8 +104,7 @@ extension Route {
         out.key("preference"); out.value(preference?.description)
         out.key("tos"); out.value(tos)
         out.key("preferredSource"); out.value(preferredSource)
-        // Most routes have no flags: no array of names is made for them.
-        out.key("flags"); out.value(names: flags.isEmpty ? [] : flags.names)
+        out.key("flags"); out.value(flags: flags)
         out.key("nexthops")
         out.beginArray()
         if nexthops.count > 1 {
@@ -105,7 +113,7 @@ extension Route {
                 out.key("gateway"); out.value(hop.gateway)
                 out.key("index"); out.value(hop.linkIndex)
                 out.key("weight"); out.value(hop.weight)
-                out.key("flags"); out.value(names: hop.flags.names)
+                out.key("flags"); out.value(flags: hop.flags)
                 out.endObject()
             }
         }
