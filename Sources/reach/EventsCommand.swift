@@ -68,9 +68,9 @@ struct EventPrinter: Sendable {
         lines = Locked(LineBuffer(json: json))
     }
 
-    /// Prints the lines of one batch of events with one write, then lets the reader run (see
-    /// ``Output/yieldToReader()``). `state` is the namespace's state after the batch, which
-    /// names the links of addresses and routes.
+    /// Prints the lines of one batch of events with one write, then lets the reader run if the
+    /// tool had been quiet (see ``Output/yieldToReader()``). `state` is the namespace's state
+    /// after the batch, which names the links of addresses and routes.
     func print(_ events: [NetlinkEvent], names state: NetworkState) {
         lines.withLock { out in
             out.removeAll()
