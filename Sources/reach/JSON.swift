@@ -89,7 +89,8 @@ struct JSONWriter {
     private var out: ByteBuffer
     /// Whether the next key or array element needs a comma before it.
     private var needsComma = false
-    /// The names of route fields written so far, quoted (see ``QuotedNames``).
+    /// The names of route fields and the flag arrays written so far, quoted (see
+    /// ``QuotedNames``).
     private var names = QuotedNames()
     /// The last fragment that ``fragment(_:_:)`` wrote: its key, whether a comma was due before
     /// it and after it, and its bytes.

@@ -18,7 +18,7 @@ struct QuotedNames {
 
     /// `"name"` of each kind's raw value, at `kind * 256 + rawValue`; nil until first written.
     private var quoted: [[UInt8]?] = []
-    /// `["name",...]` of each set of flags written so far, by kind and raw value.
+    /// `["name",...]` of each set of flags written so far, by its type and raw value.
     private var flagSets: [FlagSetKey: [UInt8]] = [:]
 
     /// How many sets of flags (of links and routes together) are kept quoted: a set seen after
