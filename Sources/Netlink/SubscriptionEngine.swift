@@ -8,7 +8,7 @@ import Synchronization
 /// One notification socket carries link, address and route messages in the kernel's order.
 /// libnl's cache manager (`nl_cache_mngr`) sets the socket up, joins its groups and fills the
 /// address cache; links are dumped on the request socket (`linksFromKernel`). The loop then
-/// reads the socket itself, one `recvmsg` per datagram into a buffer it keeps (see
+/// reads the socket itself, one `recvfrom` per datagram into a buffer it keeps (see
 /// `readNotifications`). Route, link and address messages are parsed here from the kernel's
 /// bytes (route messages are kept only when they are default routes; libnl's address cache
 /// serves the initial dump and every re-read, and is not consulted in between); a policy-rule
@@ -459,19 +459,18 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// The socket is read here rather than by `nl_cache_mngr_data_ready`, which for each wake-up
     /// clones a callback set, and for each datagram allocates a 64 KiB buffer and, for each
     /// message, a libnl message and a copy of its bytes, before the route, link and address
-    /// parsers, which read the kernel's bytes, see them. Here a datagram costs one `recvmsg`
+    /// parsers, which read the kernel's bytes, see them. Here a datagram costs one `recvfrom`
     /// into a buffer kept for the subscription's life, and no message is copied. Errors are
     /// libnl's: `ENOBUFS` (the kernel dropped notifications) starts a re-read as an overflow; a
-    /// datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other failure of `recvmsg`
+    /// datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other failure of `recvfrom`
     /// its libnl code, each reported with a re-read.
     private func readNotifications() {
         let descriptor = nl_socket_get_fd(eventSocket)
         while true {
-            var flags: Int32 = 0
             var sender: UInt32 = 0
             var failure: Int32 = 0
             let received = cnetlink_receive_datagram(descriptor, receiveBuffer.baseAddress, receiveBuffer.count,
-                                                     &flags, &sender, &failure)
+                                                     &sender, &failure)
             if received < 0 {
                 switch failure {
                 case EINTR: continue
@@ -486,13 +485,11 @@ final class SubscriptionEngine: @unchecked Sendable {
             // Only the kernel (port 0) sends notifications; anything else is not read (and a
             // large datagram from another sender neither grows the buffer nor costs a re-read).
             guard received > 0, sender == 0 else { continue }
-            if flags & Int32(MSG_TRUNC) != 0 {
-                // Lost: the state is read again. The buffer grows to hold such a datagram (a
-                // link with hundreds of alternative names), with room for it to grow, so that
-                // the next one is read.
-                if received > receiveBuffer.count {
-                    growDatagramBuffer(&receiveBuffer, toHold: received, alignment: MemoryLayout<nlmsghdr>.alignment)
-                }
+            if received > receiveBuffer.count {
+                // Cut short, so lost: the state is read again. The buffer grows to hold such a
+                // datagram (a link with hundreds of alternative names), with room for it to
+                // grow, so that the next one is read.
+                growDatagramBuffer(&receiveBuffer, toHold: received, alignment: MemoryLayout<nlmsghdr>.alignment)
                 resynchronize(reason: .error(NetlinkError(code: NetlinkError.messageTruncated.code, context: "read notifications")))
                 return
             }

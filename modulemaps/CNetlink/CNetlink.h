@@ -42,25 +42,24 @@
 
 /// Reads one datagram from a netlink socket without blocking, into `buffer`.
 ///
-/// Returns its whole length, which is larger than `length` when the datagram did not fit
-/// (`MSG_TRUNC` is asked for), or -1 with `errno` in `*saved_errno`, read here at once: Swift code
-/// cannot promise that nothing runs between the call's return and its own read of `errno`
-/// (ENOBUFS, the kernel dropped notifications, must not be mistaken for another failure).
-/// `*flags` gets `MSG_TRUNC` when the datagram was larger than the buffer (only `length` bytes of
-/// it were read), and `*sender_port` the sender's netlink port (0 for the kernel).
+/// Returns its whole length, which is larger than `length` when the datagram did not fit and
+/// only `length` bytes of it were read (`MSG_TRUNC` is asked for), or -1 with `errno` in
+/// `*saved_errno`, read here at once: Swift code cannot promise that nothing runs between the
+/// call's return and its own read of `errno` (ENOBUFS, the kernel dropped notifications, must
+/// not be mistaken for another failure). `*sender_port` gets the sender's netlink port (0 for
+/// the kernel).
 ///
 /// `recvfrom(2)` rather than `recvmsg(2)`: the kernel then copies no `msghdr` and imports no
 /// vector from user space for each datagram (`copy_msghdr_from_user` and `import_iovec` were
 /// 4 % of `reach events`' CPU under a churn of route changes, one datagram per change).
-static inline ssize_t cnetlink_receive_datagram(int fd, void *buffer, size_t length, int *flags,
-                                                uint32_t *sender_port, int *saved_errno) {
+static inline ssize_t cnetlink_receive_datagram(int fd, void *buffer, size_t length, uint32_t *sender_port,
+                                                int *saved_errno) {
     struct sockaddr_nl sender;
     memset(&sender, 0, sizeof sender);
     socklen_t sender_length = sizeof sender;
     ssize_t received = recvfrom(fd, buffer, length, MSG_DONTWAIT | MSG_TRUNC,
                                 (struct sockaddr *)&sender, &sender_length);
     *saved_errno = received < 0 ? errno : 0;
-    *flags = received > (ssize_t)length ? MSG_TRUNC : 0;
     *sender_port = sender.nl_pid;
     return received;
 }
