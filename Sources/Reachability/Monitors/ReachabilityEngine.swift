@@ -527,7 +527,11 @@ final class ReachabilityEngine: Sendable {
             } else {
                 state.otherRouteChanged = true
             }
-            if !state.everythingChanged {
+            // A carrier's mark on a default route is judged, not asked again: the kernel's
+            // answers for addresses already had it (see `marksCarrierOnly`).
+            if destination.isDefault, Self.marksCarrierOnly(change) {
+                matters = state.judgesDefaultRoutes
+            } else if !state.everythingChanged {
                 state.changedNetworks.append(change.route.destination)
                 if state.changedNetworks.count > Self.changedNetworkLimit {
                     state.everythingChanged = true
@@ -565,6 +569,29 @@ final class ReachabilityEngine: Sendable {
             for name in state.resolvedHosts.keys { state.resolvedHosts[name]!.stale = true }
         }
         return matters
+    }
+
+    /// Whether `change` only sets or clears the `linkdown` mark of a route (and of its next
+    /// hops), as the subscription's re-read reports after a link lost or regained its carrier.
+    ///
+    /// The kernel marks the routes of such a link while it handles the carrier change
+    /// (`fib_sync_down_dev` and `fib_sync_up`, `rt6_sync_down_dev` and `rt6_sync_up`, on
+    /// `NETDEV_CHANGE`), before it sends that link's message (`netdev_state_change`), and that
+    /// message starts a round in which every address target asks the kernel again. So a lookup
+    /// in or after that round already answered with the mark in place, and asking again after
+    /// the re-read reports the mark would answer the same: only the targets judged from the
+    /// default routes themselves (the internet, host names before they resolve, path monitors)
+    /// need a round for it. Any other difference (a `dead` next hop, a new gateway or metric)
+    /// is a change that address targets are asked again for.
+    static func marksCarrierOnly(_ change: RouteChange) -> Bool {
+        guard case .changed(let old, let new) = change, old != new else { return false }
+        func unmarked(_ route: Route) -> Route {
+            var route = route
+            route.flags.remove(.linkDown)
+            for index in route.nexthops.indices { route.nexthops[index].flags.remove(.linkDown) }
+            return route
+        }
+        return unmarked(old) == unmarked(new)
     }
 
     /// One round: the targets that the round's changes can affect are evaluated against one
