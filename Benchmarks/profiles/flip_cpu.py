@@ -11,13 +11,14 @@ whole run time when it ends, as an idle libdispatch worker does some seconds aft
 and could make a round's figure negative.) Root; creates and deletes its own namespace,
 never touches the root one.
 
-usage: flip_cpu.py [--uplink | --uplink-after NAME,...] ROUNDS LINKS FLIPS NAME=COMMAND ...
+usage: flip_cpu.py [--uplink | --uplink-after NAME,... [--uplink-only NAME,...]] ROUNDS LINKS FLIPS NAME=COMMAND ...
 With `--uplink`, the default route goes through `v0` (via 10.200.0.2) and the peer
 `v1` is flipped instead, so `v0` loses and regains its carrier, as in the latency harness: the
 change a host sees when the cable of its uplink is pulled. With `--uplink-after`, the rounds
 run first as without it, then the default route is added in the same namespace (its links
 are not built twice) and the listeners named (a comma-separated list) are measured again on
-flips of `v1`; a second block of figures is printed.
+flips of `v1`; a second block of figures is printed. Those named by `--uplink-only` as well are
+measured in that second block only.
 example:
   Benchmarks/profiles/flip_cpu.py 3 1000 200 raw=/tmp/reach-peers/raw_listener \\
       watch=".build/release/reach watch 10.200.0.2"
@@ -48,10 +49,15 @@ def main():
     arguments = sys.argv[1:]
     uplink = arguments[0] == "--uplink"
     uplink_after = arguments[1].split(",") if arguments[0] == "--uplink-after" else []
+    uplink_only = []
     if uplink:
         arguments = arguments[1:]
     elif uplink_after:
         arguments = arguments[2:]
+        if arguments[0] == "--uplink-only":
+            uplink_only = arguments[1].split(",")
+            uplink_after += uplink_only
+            arguments = arguments[2:]
     rounds, links, flips = int(arguments[0]), int(arguments[1]), int(arguments[2])
     listeners = dict(argument.split("=", 1) for argument in arguments[3:])
     namespace = f"flipcpu{os.getpid()}"
@@ -69,7 +75,8 @@ def main():
                       f"link set xa{i} up", f"link set xb{i} up"]
         open(batch, "w").write("\n".join(setup) + "\n")
         subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
-        measure(namespace, "v1" if uplink else "v0", listeners, rounds, links, flips)
+        measure(namespace, "v1" if uplink else "v0",
+                {name: command for name, command in listeners.items() if name not in uplink_only}, rounds, links, flips)
         if uplink_after:
             subprocess.run(["ip", "-n", namespace, "route", "add", "default", "via", "10.200.0.2", "dev", "v0"],
                            check=True)
