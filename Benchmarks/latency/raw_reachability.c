@@ -17,9 +17,10 @@
 // keeps the default routes' flags exact, as the library does: after a burst in which the carrier
 // (IFF_LOWER_UP) of a link that a default route goes out through changed, it dumps the IPv4
 // default routes of the main table (strict checking, the table named, read to NLMSG_DONE)
-// before its lookup, and the answer counts the default routes flagged RTNH_F_LINKDOWN. The kernel walks the whole main table for that dump
-// (with no policy rules of its own, the local table's routes too: one trie), which is the CPU
-// floor for an uplink's carrier change (compare.py's uplink row).
+// before its lookup, and the answer counts the default routes flagged RTNH_F_LINKDOWN. The
+// kernel walks the whole main table for that dump (with no policy rules of its own, the local
+// table's routes too: one trie), which is the CPU floor for an uplink's carrier change
+// (compare.py's uplink row).
 //
 // No library, no threads, no queues: the library's `Reachability` callback is measured against
 // it in the same run (Benchmarks/compare.py). usage: raw_reachability [--reread] IPV4_ADDRESS
@@ -81,6 +82,29 @@ static void read_messages(const char *buffer, ssize_t length) {
     }
 }
 
+// Sends the dump `request` and reads its reply to NLMSG_DONE, adding up what `each` returns for
+// the messages of type `type`; -1 when sending or reading failed or the kernel refused.
+static int dump(int fd, const struct nlmsghdr *request, uint16_t type, int (*each)(const struct nlmsghdr *)) {
+    if (send(fd, request, request->nlmsg_len, 0) < 0) return -1;
+    static char buffer[65536];
+    int sum = 0;
+    for (;;) {
+        ssize_t n = recv(fd, buffer, sizeof buffer, 0);
+        if (n < 0) return -1;
+        for (const struct nlmsghdr *h = (const void *)buffer; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_seq != request->nlmsg_seq) continue;
+            if (h->nlmsg_type == NLMSG_DONE) return sum;
+            if (h->nlmsg_type == NLMSG_ERROR) return -1;
+            if (h->nlmsg_type == type) sum += each(h);
+        }
+    }
+}
+
+static int note_dumped_link(const struct nlmsghdr *header) {
+    note_link(header);
+    return 0;
+}
+
 // Reads the link table once (RTM_GETLINK dump) so that the first answer knows the carriers.
 static int dump_links(int fd) {
     struct {
@@ -90,17 +114,7 @@ static int dump_links(int fd) {
         .header = {.nlmsg_len = sizeof request, .nlmsg_type = RTM_GETLINK, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1},
         .info = {.ifi_family = AF_UNSPEC},
     };
-    if (send(fd, &request, sizeof request, 0) < 0) return -1;
-    static char buffer[65536];
-    for (;;) {
-        ssize_t n = recv(fd, buffer, sizeof buffer, 0);
-        if (n < 0) return -1;
-        for (const struct nlmsghdr *h = (const void *)buffer; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
-            if (h->nlmsg_type == NLMSG_DONE) return 0;
-            if (h->nlmsg_type == NLMSG_ERROR) return -1;
-            if (h->nlmsg_type == RTM_NEWLINK) note_link(h);
-        }
-    }
+    return dump(fd, &request.header, RTM_NEWLINK, note_dumped_link);
 }
 
 // With --reread: the IPv4 default routes of the main table, by a dump that names the table
@@ -118,19 +132,7 @@ static int linkdown_default_routes(int fd, uint32_t sequence) {
         .attribute = {.rta_len = RTA_LENGTH(sizeof(uint32_t)), .rta_type = RTA_TABLE},
         .table = RT_TABLE_MAIN,
     };
-    if (send(fd, &request, sizeof request, 0) < 0) return -1;
-    static char buffer[65536];
-    int linkdown = 0;
-    for (;;) {
-        ssize_t n = recv(fd, buffer, sizeof buffer, 0);
-        if (n < 0) return -1;
-        for (const struct nlmsghdr *h = (const void *)buffer; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
-            if (h->nlmsg_seq != sequence) continue;
-            if (h->nlmsg_type == NLMSG_DONE) return linkdown;
-            if (h->nlmsg_type == NLMSG_ERROR) return -1;
-            if (h->nlmsg_type == RTM_NEWROUTE) linkdown += note_default_route(h);
-        }
-    }
+    return dump(fd, &request.header, RTM_NEWROUTE, note_default_route);
 }
 
 static struct answer lookup(int fd, struct in_addr destination, uint32_t sequence) {
@@ -194,7 +196,6 @@ int main(int argc, char **argv) {
     uint32_t sequence = 2;
     struct answer current = lookup(requests, destination, sequence++);
     if (reread) current.linkdown_defaults = linkdown_default_routes(requests, sequence++);
-    carrier_changed = 0;
     printf("READY\n");
     fflush(stdout);
     static char buffer[65536];
