@@ -17,7 +17,7 @@ SHARED = os.path.join(HERE, "..", "..", "shared", "bench")
 PY = "/usr/bin/python3"
 rows = []  # (figure, library, floor, peers, ratio, target, met)
 sys.path.insert(0, os.path.join(HERE, "profiles"))
-from alternating_rounds import alternating_rounds, cpu_nanoseconds  # noqa: E402 (after HERE)
+from alternating_rounds import alternating_rounds, cpu_nanoseconds, flip_link  # noqa: E402 (after HERE)
 
 
 def sh(*args, **kw):
@@ -258,12 +258,8 @@ def full_ipv6_table(big):
                  f"{wall * 1000:.0f}", f"{ip_default * 1000:.0f}", "", ratio(wall, ip_default), "(no target)", None))
     # A carrier change of the uplink: `reach watch` re-reads ub0's default routes in each family.
     # Alone, three rounds of 10 changes 100 ms apart; CPU per change, median.
-    def changes():
-        for i in range(10):
-            sh("ip", "-n", big.name, "link", "set", "ub1", "down" if i % 2 == 0 else "up")
-            time.sleep(0.1)
-    used = alternating_rounds(3, {"reach watch": f"{REACH} watch"}, big.name, changes, cpu_nanoseconds,
-                              settle=3, drain=1)["reach watch"]
+    used = alternating_rounds(3, {"reach watch": f"{REACH} watch"}, big.name,
+                              lambda: flip_link(big.name, "ub1", 10, 0.1), cpu_nanoseconds, settle=3, drain=1)["reach watch"]
     cpu = statistics.median(used) / 10 / 1e6
     walks = []
     for _ in range(5):  # CPU of the child, in microseconds (getrusage), not /usr/bin/time's 10 ms

@@ -2,7 +2,8 @@
 namespace, round after round, in an order that alternates from one round to the next (so that a
 slow minute of the VM falls on every listener), with the CPU it used while a workload ran; and
 the scratch namespace that first_line.py measures in; and the container host of 1 000 links
-that many_links_ab.py and many_targets_ab.py measure in, with the time to a program's lines."""
+that many_links_ab.py and many_targets_ab.py measure in, with the time to a program's lines; and
+the link flips that flip_cpu.py, uplink_many_targets.py and compare.py measure."""
 import contextlib
 import os
 import subprocess
@@ -83,6 +84,14 @@ def alternating_rounds(rounds, listeners, namespace, workload, cpu, settle, drai
             process.terminate()
             process.wait(5)
     return used
+
+
+def flip_link(namespace, link, flips, gap):
+    """Sets `link` in `namespace` down and up, `flips` times in all (down first), `gap` seconds
+    apart: the workload of the link-flip measurements."""
+    for flip in range(flips):
+        subprocess.run(["ip", "-n", namespace, "link", "set", link, "down" if flip % 2 == 0 else "up"], check=True)
+        time.sleep(gap)
 
 
 def median(values):

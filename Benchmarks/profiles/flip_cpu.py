@@ -26,19 +26,14 @@ example:
 import os
 import subprocess
 import sys
-import time
 
-from alternating_rounds import alternating_rounds, cpu_nanoseconds, median
+from alternating_rounds import alternating_rounds, cpu_nanoseconds, flip_link, median
 
 
 def measure(namespace, flipped, listeners, rounds, links, flips):
     """Each listener alone in alternating rounds of `flips` flips of `flipped`; prints a block."""
-    def flip():
-        for flip in range(flips):
-            state = "down" if flip % 2 == 0 else "up"
-            subprocess.run(["ip", "-n", namespace, "link", "set", flipped, state], check=True)
-            time.sleep(0.005)
-    used = alternating_rounds(rounds, listeners, namespace, flip, cpu_nanoseconds, settle=3, drain=1)
+    used = alternating_rounds(rounds, listeners, namespace, lambda: flip_link(namespace, flipped, flips, 0.005),
+                              cpu_nanoseconds, settle=3, drain=1)
     print(f"CPU per flip of {flipped}, {links} more links, {flips} flips per round, {rounds} rounds:")
     for name, values in used.items():
         per_flip = [v / flips / 1000 for v in values]

@@ -13,11 +13,9 @@ example:
   Benchmarks/profiles/uplink_many_targets.py 3 1000 20 old=/tmp/reach-old new=.build/release/reach
 """
 import os
-import subprocess
 import sys
-import time
 
-from alternating_rounds import alternating_rounds, cpu_nanoseconds, median, scratch_namespace
+from alternating_rounds import alternating_rounds, cpu_nanoseconds, flip_link, median, scratch_namespace
 
 SETUP = ["link set lo up", "link add v0 type veth peer name v1", "address add 10.200.0.1/24 dev v0",
          "link set v0 up", "link set v1 up", "route add default via 10.200.0.2 dev v0",
@@ -31,13 +29,9 @@ def main():
     gap = float(os.environ.get("GAP", "0.3"))
     addresses = " ".join(f"198.18.{i // 250}.{i % 250 + 1}" for i in range(targets))
     with scratch_namespace("rt", [], [line + "\n" for line in SETUP]) as namespace:
-        def flip():
-            for index in range(flips):
-                subprocess.run(["ip", "-n", namespace, "link", "set", "v1", "down" if index % 2 == 0 else "up"],
-                               check=True)
-                time.sleep(gap)
         listeners = {name: f"{reach} watch {addresses}" for name, reach in builds.items()}
-        used = alternating_rounds(rounds, listeners, namespace, flip, cpu_nanoseconds, settle=3, drain=1)
+        used = alternating_rounds(rounds, listeners, namespace, lambda: flip_link(namespace, "v1", flips, gap),
+                                  cpu_nanoseconds, settle=3, drain=1)
         print(f"CPU per carrier change of the uplink, {targets} address targets through another link, "
               f"{flips} changes {gap} s apart, {rounds} rounds:")
         for name, values in used.items():
