@@ -1,0 +1,63 @@
+#!/bin/sh
+# Event latency with the CPUs kept from going idle: the flip_latency harness of compare.sh (20
+# ms between flips), in alternating runs without and with a SCHED_IDLE spinner on every CPU
+# (busy_cpu.c). The spinners run no memory traffic and give way to any thread that wakes, so a
+# listener's path runs the same instructions either way; what changes is that no vCPU halts
+# between flips, and so none loses its caches while the listener sleeps. Prints one line per run
+# with each listener's median and its ratio to the bare C listener. Root; creates and deletes
+# its own namespaces, never touches the root one; ends only the spinners it started.
+#   Benchmarks/profiles/latency_with_busy_cpus.sh [PAIRS]    (PAIRS of runs, 4 by default)
+# Run Benchmarks/compare.sh once first on a fresh machine (it installs what the peers need).
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+shared=$(cd "$here/../../shared" && pwd)
+out=${OUT:-/tmp/reach-busy-cpus}
+pairs=${1:-4}
+mkdir -p "$out"
+sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
+gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
+gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
+gcc -O2 -Wall -o "$out/busy_cpu" "$here/profiles/busy_cpu.c"
+(cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
+(cd "$here" && swift build -c release --product reach 2>&1 | tail -1)
+listener="$here/.build/release/latency-listener"
+spinners=""
+stop_spinners() {
+    for pid in $spinners; do kill "$pid" 2>/dev/null || true; done
+    for pid in $spinners; do wait "$pid" 2>/dev/null || true; done
+    spinners=""
+}
+trap stop_spinners EXIT INT TERM
+run() {
+    "$out/flip_latency" -n 50 -r 2 \
+        raw="$out/peers/raw_listener" \
+        raw_reachability="$out/raw_reachability 10.200.0.2" \
+        subscription="$listener subscription" \
+        reachability_evaluation_queue="$listener reachability-inline 10.200.0.2" \
+        reachability_default_queue="$listener reachability 10.200.0.2" \
+        reach_watch="$here/.build/release/reach watch 10.200.0.2" |
+    python3 -c '
+import json, sys
+medians = {}
+for line in sys.stdin:
+    try:
+        result = json.loads(line)
+    except ValueError:
+        continue
+    medians[result["name"]] = result["p50_us"]
+floor = medians["raw"]
+print(f"{sys.argv[1]:>5}: " + "  ".join(f"{name} {p50:.0f} us ({p50 / floor:.2f}x)" for name, p50 in medians.items()), flush=True)
+' "$1"
+}
+pair=0
+while [ "$pair" -lt "$pairs" ]; do
+    run idle
+    for _ in $(seq "$(nproc)"); do
+        chrt -i 0 "$out/busy_cpu" &
+        spinners="$spinners $!"
+    done
+    sleep 1
+    run busy
+    stop_spinners
+    pair=$((pair + 1))
+done
