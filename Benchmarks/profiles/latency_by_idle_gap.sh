@@ -23,16 +23,5 @@ for gap in $gaps; do
         subscription="$listener subscription" \
         reachability_evaluation_queue="$listener reachability-inline 10.200.0.2" \
         reachability_default_queue="$listener reachability 10.200.0.2" |
-    python3 -c '
-import json, sys
-medians = {}
-for line in sys.stdin:
-    try:
-        result = json.loads(line)
-    except ValueError:
-        continue
-    medians[result["name"]] = result["p50_us"]
-floor = medians["raw"]
-print(f"gap {sys.argv[1]:>2} ms: " + "  ".join(f"{name} {p50:.0f} us ({p50 / floor:.2f}x)" for name, p50 in medians.items()))
-' "$gap"
+    python3 "$here/profiles/latency_medians.py" "$(printf 'gap %2s ms' "$gap")"
 done

@@ -36,18 +36,7 @@ run() {
         reachability_evaluation_queue="$listener reachability-inline 10.200.0.2" \
         reachability_default_queue="$listener reachability 10.200.0.2" \
         reach_watch="$here/.build/release/reach watch 10.200.0.2" |
-    python3 -c '
-import json, sys
-medians = {}
-for line in sys.stdin:
-    try:
-        result = json.loads(line)
-    except ValueError:
-        continue
-    medians[result["name"]] = result["p50_us"]
-floor = medians["raw"]
-print(f"{sys.argv[1]:>5}: " + "  ".join(f"{name} {p50:.0f} us ({p50 / floor:.2f}x)" for name, p50 in medians.items()), flush=True)
-' "$1"
+    python3 "$here/profiles/latency_medians.py" "$(printf '%5s' "$1")"
 }
 pair=0
 while [ "$pair" -lt "$pairs" ]; do
