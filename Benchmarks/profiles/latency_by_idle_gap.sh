@@ -13,7 +13,8 @@ mkdir -p "$out"
 sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
 gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
 gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
-(cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
+(cd "$here" && swift build -c release --product latency-listener > "$out/build.log" 2>&1) || { tail "$out/build.log"; exit 1; }
+tail -1 "$out/build.log"
 listener="$here/.build/release/latency-listener"
 gaps=${*:-1 2 3 4 6 10 20}
 for gap in $gaps; do

@@ -1,11 +1,12 @@
 #!/bin/sh
 # Event latency with the CPUs kept from going idle: the flip_latency harness of compare.sh (20
 # ms between flips), in alternating runs without and with a SCHED_IDLE spinner on every CPU
-# (busy_cpu.c). The spinners run no memory traffic and give way to any thread that wakes, so a
-# listener's path runs the same instructions either way; what changes is that no vCPU halts
-# between flips, and so none loses its caches while the listener sleeps. Prints one line per run
-# with each listener's median and its ratio to the bare C listener. Root; creates and deletes
-# its own namespaces, never touches the root one; ends only the spinners it started.
+# (busy_cpu.c, pinned one to each CPU). The spinners run no memory traffic and give way to any
+# thread that wakes, so a listener's path runs the same instructions either way; what changes
+# is that no vCPU halts between flips: what a halted vCPU costs a listener (its caches, and its
+# wake-up through the host) is the difference. Prints one line per run with each listener's
+# median and its ratio to the bare C listener. Root; creates and deletes its own namespaces,
+# never touches the root one; ends only the spinners it started (which also end with it).
 #   Benchmarks/profiles/latency_with_busy_cpus.sh [PAIRS]    (PAIRS of runs, 4 by default)
 # Run Benchmarks/compare.sh once first on a fresh machine (it installs what the peers need).
 set -eu
@@ -18,8 +19,10 @@ sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
 gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
 gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
 gcc -O2 -Wall -o "$out/busy_cpu" "$here/profiles/busy_cpu.c"
-(cd "$here" && swift build -c release --product latency-listener 2>&1 | tail -1)
-(cd "$here" && swift build -c release --product reach 2>&1 | tail -1)
+for product in latency-listener reach; do
+    (cd "$here" && swift build -c release --product "$product" > "$out/build.log" 2>&1) || { tail "$out/build.log"; exit 1; }
+    tail -1 "$out/build.log"
+done
 listener="$here/.build/release/latency-listener"
 spinners=""
 stop_spinners() {
@@ -27,7 +30,9 @@ stop_spinners() {
     for pid in $spinners; do wait "$pid" 2>/dev/null || true; done
     spinners=""
 }
-trap stop_spinners EXIT INT TERM
+trap stop_spinners EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 run() {
     "$out/flip_latency" -n 50 -r 2 \
         raw="$out/peers/raw_listener" \
@@ -41,11 +46,16 @@ run() {
 pair=0
 while [ "$pair" -lt "$pairs" ]; do
     run idle
-    for _ in $(seq "$(nproc)"); do
-        chrt -i 0 "$out/busy_cpu" &
+    cpu=0
+    while [ "$cpu" -lt "$(nproc)" ]; do
+        taskset -c "$cpu" chrt -i 0 "$out/busy_cpu" $$ &
         spinners="$spinners $!"
+        cpu=$((cpu + 1))
     done
     sleep 1
+    for pid in $spinners; do
+        kill -0 "$pid" 2>/dev/null || { echo "latency_with_busy_cpus: a spinner did not start" >&2; exit 1; }
+    done
     run busy
     stop_spinners
     pair=$((pair + 1))
