@@ -263,6 +263,11 @@ final class ReachabilityEngine: Sendable {
         deliveries.reserveCapacity(1)
         var members: [(address: IPAddress, entry: Entry)] = []
         members.reserveCapacity(1)
+        // A set's storage type checks that its element is `Hashable`: the first check of a type
+        // against a protocol searches every conformance in the process (376 000 instructions in
+        // the first change of a default route).
+        var tables: Set<FamilyTable> = []
+        tables.reserveCapacity(1)
     }
 
     /// Why the subscription ended (its namespace was deleted), or nil while it runs.
