@@ -23,7 +23,14 @@ public enum NetlinkEvent: Sendable, Hashable {
 }
 
 /// A change to a value that the subscription keeps: a link or an address.
-public enum Change<Value: Sendable & Hashable>: Sendable, Hashable {
+///
+/// It is `Equatable` and `Hashable` when its value is. Those are conformances of their own rather
+/// than requirements on `Value`: the Swift runtime, making a generic type from its name (as the
+/// code that copies or destroys an optional change does), checks each requirement with a search
+/// of every protocol conformance in the process, some 360 000 instructions the first time, which
+/// fell in the middle of a process's first address event and first re-read of default routes
+/// (Benchmarks/HISTORY.md, "The twenty-first session").
+public enum Change<Value: Sendable>: Sendable {
     /// The value appeared.
     case new(Value)
     /// The value changed; both versions are given.
@@ -39,6 +46,10 @@ public enum Change<Value: Sendable & Hashable>: Sendable, Hashable {
     }
 }
 
+extension Change: Equatable where Value: Equatable {}
+
+extension Change: Hashable where Value: Hashable {}
+
 extension RouteChange {
     /// The route form of a change to a kept route.
     init(_ change: Change<Route>) {
@@ -51,7 +62,7 @@ extension RouteChange {
 }
 
 /// Stores `value` under `key` and says what that changed: nil when an equal value was there.
-func upsert<Key: Hashable, Value>(_ value: Value, at key: Key, in dictionary: inout [Key: Value]) -> Change<Value>? {
+func upsert<Key: Hashable, Value: Equatable>(_ value: Value, at key: Key, in dictionary: inout [Key: Value]) -> Change<Value>? {
     guard let old = dictionary.updateValue(value, forKey: key) else { return .new(value) }
     return old == value ? nil : .changed(old: old, new: value)
 }
@@ -64,7 +75,7 @@ func upsert<Key: Hashable, Value>(_ value: Value, at key: Key, in dictionary: in
 /// (a search of every protocol conformance in the process for its generic requirements, some
 /// 370 000 instructions), in the middle of the first link flip's event (Benchmarks/HISTORY.md,
 /// "The sixteenth session").
-func replace<Key: Hashable, Value>(_ previous: [Key: Value], with current: [Key: Value],
+func replace<Key: Hashable, Value: Equatable>(_ previous: [Key: Value], with current: [Key: Value],
                                    in dictionary: inout [Key: Value], _ emit: (Change<Value>) -> Void) {
     for (key, old) in previous where current[key] == nil {
         dictionary[key] = nil

@@ -86,7 +86,7 @@ public struct NetworkState: Sendable, Hashable {
     }
 
     /// What went away from `old`, then what appeared in or changed to `new`.
-    private static func changes<Key, Value>(from old: [Key: Value], to new: [Key: Value]) -> [Change<Value>] {
+    private static func changes<Key, Value: Equatable>(from old: [Key: Value], to new: [Key: Value]) -> [Change<Value>] {
         var changes: [Change<Value>] = old.compactMap { key, value in new[key] == nil ? .removed(value) : nil }
         for (key, value) in new {
             if let before = old[key] {

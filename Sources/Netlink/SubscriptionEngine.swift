@@ -229,16 +229,12 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// first link flip's callback by 0.5 to 1 ms, and made up the slowest samples of every run
     /// of the latency harness, whose listeners start afresh in each round (Benchmarks/HISTORY.md,
     /// "The sixteenth session"). Found with callgrind (`Benchmarks/profiles/first_flips.sh`).
-    /// A change's type checks its value the same way (`Change<Value: Hashable>`): the first
-    /// address event and the first change of a default route each paid such a search until the
-    /// twenty-first session (`Benchmarks/profiles/first_events.py`).
     /// Without optimization, so that the array, which nothing reads, is still made.
     @_optimize(none)
     private static func instantiateEventPathTypes() {
         let types: [Any.Type] = [
             [Int32: Link].self, [Route.Key: Route].self, [InterfaceAddress.Key: InterfaceAddress].self,
-            [AddressFamily: [PolicyRule]].self, Change<Link>?.self, Change<InterfaceAddress>?.self, Change<Route>?.self,
-            (Int32, Link).self, Link?.self, (Link?, Link?).self,
+            [AddressFamily: [PolicyRule]].self, (Int32, Link).self, Link?.self, (Link?, Link?).self,
             Set<Int32>.self, Set<RouteFilter>.self, Set<TableKey>.self, ContinuousClock.Instant?.self,
         ]
         _ = types

@@ -94,3 +94,22 @@ struct SharedLookupTests {
         monitor.stopListening()
     }
 }
+
+/// A round shares lookups only when its changes touched the default routes of one table: the
+/// same table noted again keeps it the only one, a second table or family makes it several.
+@Test func theChangedDefaultTablesNameTheOnlyOne() {
+    let mainIPv4 = FamilyTable(family: .ipv4, table: .main)
+    var tables = ChangedDefaultTables.none
+    #expect(tables.sole == nil)
+    tables.insert(mainIPv4)
+    tables.insert(mainIPv4)
+    #expect(tables.sole == mainIPv4)
+    tables.insert(FamilyTable(family: .ipv6, table: .main))
+    #expect(tables.sole == nil)
+    tables.insert(mainIPv4)
+    #expect(tables.sole == nil, "several stays several")
+    var otherTable = ChangedDefaultTables.none
+    otherTable.insert(FamilyTable(family: .ipv4, table: RouteTable(rawValue: 100)))
+    otherTable.insert(mainIPv4)
+    #expect(otherTable.sole == nil)
+}

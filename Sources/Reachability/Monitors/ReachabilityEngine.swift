@@ -141,7 +141,7 @@ final class ReachabilityEngine: Sendable {
         var addressesChanged = AddressFamilies()
         /// The tables whose default routes changed since the last round, and whether any other
         /// route did: a round whose changes are one table's default routes may share lookups.
-        var changedDefaultTables: Set<FamilyTable> = []
+        var changedDefaultTables = ChangedDefaultTables.none
         var otherRouteChanged = false
         /// Matched entries of an older generation are not trusted; a round that may change them
         /// without learning them again starts a new generation.
@@ -263,11 +263,6 @@ final class ReachabilityEngine: Sendable {
         deliveries.reserveCapacity(1)
         var members: [(address: IPAddress, entry: Entry)] = []
         members.reserveCapacity(1)
-        // A set's storage type checks that its element is `Hashable`: the first check of a type
-        // against a protocol searches every conformance in the process (376 000 instructions in
-        // the first change of a default route).
-        var tables: Set<FamilyTable> = []
-        tables.reserveCapacity(1)
     }
 
     /// Why the subscription ended (its namespace was deleted), or nil while it runs.
@@ -630,7 +625,7 @@ final class ReachabilityEngine: Sendable {
                 state.everythingChanged = false
                 state.addressesChanged = AddressFamilies()
                 state.changedNetworks.removeAll(keepingCapacity: true)
-                state.changedDefaultTables.removeAll()
+                state.changedDefaultTables = .none
                 state.otherRouteChanged = false
             }
             // The host names, resolved again when the network changed.
@@ -643,7 +638,7 @@ final class ReachabilityEngine: Sendable {
                     ? (target, entry) : nil
             }
             let sharedTable = !state.everythingChanged && !state.otherRouteChanged && state.addressesChanged.isEmpty
-                && state.changedDefaultTables.count == 1 ? state.changedDefaultTables.first : nil
+                ? state.changedDefaultTables.sole : nil
             // Any other round may change what the addresses match without learning it again.
             if sharedTable == nil { state.matchGeneration += 1 }
             return (network, hosts, state.networkChangedForHosts, affected, sharedTable)

@@ -41,6 +41,32 @@ struct FamilyTable: Sendable, Hashable {
     var table: RouteTable
 }
 
+/// The tables whose default routes changed since the last round, as far as a round needs to
+/// know: whether exactly one did, and which.
+///
+/// Not a `Set<FamilyTable>`: the Swift runtime, making a set's storage type, checks that its
+/// element is `Hashable` with a search of every protocol conformance in the process, some
+/// 376 000 instructions in the middle of a process's first change of a default route.
+enum ChangedDefaultTables: Sendable {
+    case none
+    case one(FamilyTable)
+    case several
+
+    /// Notes that `table`'s default routes changed.
+    mutating func insert(_ table: FamilyTable) {
+        switch self {
+        case .none: self = .one(table)
+        case .one(let noted) where noted != table: self = .several
+        case .one, .several: break
+        }
+    }
+
+    /// The one table whose default routes changed, if only one did.
+    var sole: FamilyTable? {
+        if case .one(let table) = self { table } else { nil }
+    }
+}
+
 /// One lookup's answer, given to every address of a group.
 struct SharedAnswer {
     /// The representative's answer.
