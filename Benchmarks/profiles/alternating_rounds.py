@@ -3,7 +3,9 @@ namespace, round after round, in an order that alternates from one round to the 
 slow minute of the VM falls on every listener), with the CPU it used while a workload ran; and
 the scratch namespace that first_line.py measures in; and the container host of 1 000 links
 that many_links_ab.py and many_targets_ab.py measure in, with the time to a program's lines; and
-the link flips that flip_cpu.py, uplink_many_targets.py and compare.py measure."""
+the link flips that flip_cpu.py, uplink_many_targets.py and compare.py measure; and the uplink
+and the extra links of the latency harness's namespace, which flip_cpu.py, first_events.py and
+first_event_latency.py build."""
 import contextlib
 import os
 import subprocess
@@ -29,6 +31,23 @@ def scratch_namespace(prefix, setup, batch_lines=()):
         subprocess.run(["ip", "netns", "del", namespace])
         if os.path.exists(batch):
             os.remove(batch)
+
+
+# A namespace's uplink as the latency harness builds it: lo, veth v0/v1 with 10.200.0.1/24 on
+# v0, and (the last line) a default route via 10.200.0.2 through v0. `ip` commands.
+UPLINK_SETUP = ["link set lo up", "link add v0 type veth peer name v1", "address add 10.200.0.1/24 dev v0",
+                "link set v0 up", "link set v1 up", "route add default via 10.200.0.2 dev v0"]
+
+
+def extra_links(count):
+    """The `ip -batch` lines (without newlines) of `count` more links as `flip_latency -l` adds
+    them: veth pairs, up, one /32 address on each pair's first link."""
+    lines = []
+    for i in range(count // 2):
+        lines += [f"link add xa{i} type veth peer name xb{i}",
+                  f"address add 10.{100 + i // 256 % 100}.{i % 256}.1/32 dev xa{i}",
+                  f"link set xa{i} up", f"link set xb{i} up"]
+    return lines
 
 
 def build_container_host(namespace):

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from alternating_rounds import scratch_namespace
+from alternating_rounds import UPLINK_SETUP, extra_links, scratch_namespace
 
 
 def next_line(process, timeout):
@@ -42,15 +42,9 @@ def main():
         arguments = arguments[1:]
     rounds, links, change, undo = int(arguments[0]), int(arguments[1]), arguments[2], arguments[3]
     listeners = [argument.split("=", 1) for argument in arguments[4:]]
-    setup = ["link set lo up", "link add v0 type veth peer name v1", "address add 10.200.0.1/24 dev v0",
-             "link set v0 up", "link set v1 up", "route add default via 10.200.0.2 dev v0"]
-    batch = []
-    for i in range(links // 2):
-        batch += [f"link add xa{i} type veth peer name xb{i}\n",
-                  f"address add 10.{100 + i // 256 % 100}.{i % 256}.1/32 dev xa{i}\n",
-                  f"link set xa{i} up\n", f"link set xb{i} up\n"]
+    batch = [line + "\n" for line in extra_links(links)]
     samples = {name: [] for name, _ in listeners}
-    with scratch_namespace("firstlat", setup, batch) as namespace:
+    with scratch_namespace("firstlat", UPLINK_SETUP, batch) as namespace:
         time.sleep(2)  # the kernel's link watch settles the new links' states
         ip = subprocess.Popen(["ip", "-n", namespace, "-batch", "-"], stdin=subprocess.PIPE, text=True)
         try:

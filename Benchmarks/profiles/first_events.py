@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from alternating_rounds import scratch_namespace
+from alternating_rounds import UPLINK_SETUP, extra_links, scratch_namespace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -105,15 +105,9 @@ def main():
     links = int(arguments.pop(0)) if arguments and arguments[0].isdigit() else 0
     command = arguments or [os.path.join(ROOT, ".build/release/reach"), "watch", "10.200.0.2"]
     out = tempfile.mkdtemp(prefix="first-events.")
-    setup = ["link set lo up", "link add v0 type veth peer name v1", "address add 10.200.0.1/24 dev v0",
-             "link set v0 up", "link set v1 up", "route add default via 10.200.0.2 dev v0"]
-    batch = []
-    for i in range(links // 2):
-        batch += [f"link add xa{i} type veth peer name xb{i}\n",
-                  f"address add 10.{100 + i // 256 % 100}.{i % 256}.1/32 dev xa{i}\n",
-                  f"link set xa{i} up\n", f"link set xb{i} up\n"]
+    batch = [line + "\n" for line in extra_links(links)]
     rows = []
-    with scratch_namespace("firstev", setup, batch) as namespace:
+    with scratch_namespace("firstev", UPLINK_SETUP, batch) as namespace:
         time.sleep(3)  # the kernel's link watch settles the new links' states
         for label, there, back in CHANGES:
             rows += listen_through(namespace, command, f"{out}/{len(rows)}", label, there, back)

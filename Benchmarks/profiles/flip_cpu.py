@@ -27,7 +27,7 @@ import os
 import subprocess
 import sys
 
-from alternating_rounds import alternating_rounds, cpu_nanoseconds, flip_link, median
+from alternating_rounds import UPLINK_SETUP, alternating_rounds, cpu_nanoseconds, extra_links, flip_link, median
 
 
 def measure(namespace, flipped, listeners, rounds, links, flips):
@@ -59,15 +59,9 @@ def main():
     batch = f"/tmp/{namespace}.links"
     subprocess.run(["ip", "netns", "add", namespace], check=True)
     try:
-        setup = ["link set lo up", "link add v0 type veth peer name v1",
-                 "address add 10.200.0.1/24 dev v0", "link set v0 up", "link set v1 up"]
-        if uplink:
-            setup += ["route add default via 10.200.0.2 dev v0"]
-        # The same extra links as `flip_latency -l`: veth pairs, up, one address each.
-        for i in range(links // 2):
-            setup += [f"link add xa{i} type veth peer name xb{i}",
-                      f"address add 10.{100 + i // 256 % 100}.{i % 256}.1/32 dev xa{i}",
-                      f"link set xa{i} up", f"link set xb{i} up"]
+        # The default route (the setup's last line) only with --uplink.
+        setup = UPLINK_SETUP if uplink else UPLINK_SETUP[:-1]
+        setup = setup + extra_links(links)
         open(batch, "w").write("\n".join(setup) + "\n")
         subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
         measure(namespace, "v1" if uplink else "v0",
