@@ -7,8 +7,9 @@ through one kind of change after the other.
 
 In a namespace of its own (lo, veth v0/v1 with 10.200.0.1/24 on v0, a default route via
 10.200.0.2, and LINKS more links as in `flip_latency -l`), the listener runs under callgrind,
-counting only inside the subscription's read loop and the Reachability engine's rounds (as
-`first_flips.sh`), with a dump before each `epoll_wait`. Each kind of change is made twice
+counting only inside the subscription's read loop, the Reachability engine's rounds (as
+`first_flips.sh`) and a monitor's deliveries on its own queue, with a dump before each
+`epoll_wait`. Each kind of change is made twice
 (for example v0 down and up, twice), 1.5 s apart; a dump belongs to the change made last
 before it was written. For each change the table shows all instructions, those spent making
 type metadata by mangled name (`swift_getTypeByMangledNameInContext2`, inclusive; the first
@@ -72,7 +73,8 @@ def listen_through(namespace, command, out, label, there, back):
         ["ip", "netns", "exec", namespace, "valgrind", "--tool=callgrind",
          f"--callgrind-out-file={out}/cg.out", "--toggle-collect=*readNotifications*",
          "--toggle-collect=*reconcileMarked*", "--toggle-collect=*SubscriptionEngine*flush*",
-         "--toggle-collect=*ReachabilityEngine*evaluateAll*", "--dump-before=epoll_wait", *command],
+         "--toggle-collect=*ReachabilityEngine*evaluateAll*", "--toggle-collect=*deliverBatched*",
+         "--dump-before=epoll_wait", *command],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marks = []
     try:
