@@ -47,7 +47,8 @@ CHANGES = [
 
 
 def inclusive(path, pattern):
-    """The inclusive instruction count of the first function matching `pattern` in a dump."""
+    """The inclusive instruction counts of every function matching `pattern` in a dump, summed
+    (the patterns used here name functions that do not call one another)."""
     out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
                          capture_output=True, text=True).stdout
     total = 0
