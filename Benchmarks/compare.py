@@ -135,18 +135,25 @@ def latency_rows(commands, extra_links):
 
 
 # --- Lookups, cached answers, 10k monitors, in-process figures from the benchmark run --------
-def benchmark_p50(name, unit_scale):
-    """p50 of the wall-clock row of benchmark `name` in the text output, in ns."""
+def benchmark_p50(name, per):
+    """p50 of benchmark `name`'s wall-clock measurements in BENCH_OUTPUT, in ns, divided by `per`
+    (the iterations one measurement holds). BENCH_OUTPUT is what the benchmark executable prints
+    when run directly: per benchmark, "Debug results for NAME:" and each metric's histogram in its
+    own unit (ns for time), one line per percentile ("VALUE PERCENTILE COUNT 1/(1-PERCENTILE)")."""
     text = open(BENCH_OUTPUT).read()
-    block = text.split(f"\n{name}\n", 1)
+    block = text.split(f"Debug results for {name}:\n", 1)
     if len(block) < 2:
         return None
-    for line in block[1].splitlines():
-        if line.startswith("│ Time (wall clock)"):
-            unit = re.search(r"\((ns|μs|ms|s)\)", line).group(1)
-            cells = [c.strip() for c in line.split("│")[2:-1]]
-            value = float(cells[2].replace(",", ""))
-            return value * {"ns": 1, "μs": 1e3, "ms": 1e6, "s": 1e9}[unit] / unit_scale
+    block = block[1].split("Debug results for ", 1)[0]
+    wall = block.split("Time (wall clock):\n", 1)
+    if len(wall) < 2:
+        return None
+    for line in wall[1].splitlines():
+        if line.startswith("#"):  # the histogram's summary: its percentile lines are over
+            break
+        cells = line.split()
+        if len(cells) == 4 and re.fullmatch(r"[\d.]+", cells[0]) and float(cells[1]) >= 0.5:
+            return float(cells[0]) / per
     return None
 
 
@@ -177,7 +184,7 @@ def lookups(ns):
         for _ in range(50):
             subprocess.run([binary, "check", "--netns", ns.name, "198.18.0.1"], stdout=subprocess.DEVNULL, check=False)
         process_ms.append((time.monotonic() - started) / 50 * 1e3)
-    in_process = benchmark_p50("Fresh lookup", 1)
+    in_process = benchmark_p50("Fresh lookup", 1000)
     batch = benchmark_p50("Fresh lookup, batch of 1000", 1000)
     rows.append(("fresh lookup, ns per lookup (lookup-loop beside raw_lookup, 7 alternating rounds of 100 000, medians)",
                  f"{single:.0f}", f"{floor_ns:.0f}",
@@ -189,7 +196,7 @@ def lookups(ns):
     rows.append(("`reach check ADDRESS` as a process, ms (Swift runtime shared" + (" / linked in" if STATIC_REACH else "") + ")",
                  " / ".join(f"{ms:.1f}" for ms in process_ms), "",
                  f"ip route get {ip_ns / 1e6:.1f} ms (a process each)", "", "(no target)", None))
-    cached = benchmark_p50("Cached answer", 1)
+    cached = benchmark_p50("Cached answer", 1000)
     rows.append(("cached answer, ns", f"{cached:.0f}" if cached else "n/a", "", "", "", "<1000 ns", bool(cached and cached < 1000)))
     tenk = benchmark_p50("10000 monitors, one route change", 1e6)
     rows.append(("10 000 monitors, one route change, closures, ms", f"{tenk:.1f}" if tenk else "n/a", f"{10000 * floor_ns / 1e6:.1f} (10 000 bare lookups)",
