@@ -2,7 +2,7 @@
 # Builds the library's release binaries and benchmarks, the C peers, and prints one table: the
 # library beside the floor (bare rtnetlink) and the peers (libnl's cache manager, GLib, ip),
 # measured in the same run. Needs root; creates and deletes its own namespaces only.
-# Usage: Benchmarks/compare.sh        (12-14 minutes on 2 cores with the builds made, 12-15 from a
+# Usage: Benchmarks/compare.sh        (9-11 minutes on 2 cores with the builds made, 11-12 from a
 #        fresh clone; not part of CI). COMPARE_STATIC=1 also builds `reach` with the Swift runtime
 #        linked in, for the per-process row (a minute more).
 set -eu
