@@ -49,6 +49,8 @@ echo "== in-process benchmarks (ordo-one/benchmark) ($(date +%T))"
 # reads). The package plugin would first build its own BenchmarkTool twice, in debug and in
 # release mode: about 1.5 minutes of a run from a fresh clone, for a table compare.py does not
 # need (`swift package --disable-sandbox benchmark` still prints it, see BENCHMARKS.md).
+# `--filter` takes a regular expression that must match a whole name: these names have no
+# character that means more than itself in one.
 : > "$out/benchmarks.txt"
 for name in "10000 NotificationCenter posts with a monitor's userInfo" \
             '10000 monitors posting notifications, one route change' '10000 monitors, one route change' \
