@@ -141,9 +141,9 @@ extension NetworkState: CustomStringConvertible {
 
 extension NetworkState {
     /// Gives this state storage of its own where it shares some with another copy (the
-    /// subscription's state, published whole at its start): the copy of every link, address and
-    /// default route that the first change to either would otherwise make, in the middle of that
-    /// change's event. With 1 000 links the copies of the links and the addresses were 409 000 of
+    /// subscription's state, published whole at its start): the copy of every link, address,
+    /// default route and policy rule that the first change to either would otherwise make, in the
+    /// middle of that change's event. With 1 000 links the copies of the links and the addresses were 409 000 of
     /// the first link event's 497 000 instructions, where a later one runs 35 000 to 50 000
     /// (`Benchmarks/profiles/first_events.py`). Storage that is already its own is left as it is.
     mutating func separateStorage() {
