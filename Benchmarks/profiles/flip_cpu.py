@@ -23,11 +23,11 @@ example:
   Benchmarks/profiles/flip_cpu.py 3 1000 200 raw=/tmp/reach-peers/raw_listener \\
       watch=".build/release/reach watch 10.200.0.2"
 """
-import os
 import subprocess
 import sys
 
-from alternating_rounds import UPLINK_SETUP, alternating_rounds, cpu_nanoseconds, extra_links, flip_link, median
+from alternating_rounds import (UPLINK_SETUP, alternating_rounds, cpu_nanoseconds, extra_links, flip_link, median,
+                                scratch_namespace)
 
 
 def measure(namespace, flipped, listeners, rounds, links, flips):
@@ -55,25 +55,15 @@ def main():
             arguments = arguments[2:]
     rounds, links, flips = int(arguments[0]), int(arguments[1]), int(arguments[2])
     listeners = dict(argument.split("=", 1) for argument in arguments[3:])
-    namespace = f"flipcpu{os.getpid()}"
-    batch = f"/tmp/{namespace}.links"
-    subprocess.run(["ip", "netns", "add", namespace], check=True)
-    try:
-        # The default route (the setup's last line) only with --uplink.
-        setup = UPLINK_SETUP if uplink else UPLINK_SETUP[:-1]
-        setup = setup + extra_links(links)
-        open(batch, "w").write("\n".join(setup) + "\n")
-        subprocess.run(["ip", "-n", namespace, "-batch", batch], check=True)
+    # The default route (the setup's last line) only with --uplink.
+    setup = UPLINK_SETUP if uplink else UPLINK_SETUP[:-1]
+    with scratch_namespace("flipcpu", [], [line + "\n" for line in setup + extra_links(links)]) as namespace:
         measure(namespace, "v1" if uplink else "v0",
                 {name: command for name, command in listeners.items() if name not in uplink_only}, rounds, links, flips)
         if uplink_after:
             subprocess.run(["ip", "-n", namespace, "route", "add", "default", "via", "10.200.0.2", "dev", "v0"],
                            check=True)
             measure(namespace, "v1", {name: listeners[name] for name in uplink_after}, rounds, links, flips)
-    finally:
-        subprocess.run(["ip", "netns", "del", namespace])
-        if os.path.exists(batch):
-            os.remove(batch)
 
 
 if __name__ == "__main__":
