@@ -299,34 +299,26 @@ final class RawRouteSocket {
 
     private enum RouteMessageKind { case defaultRoute, other, pastDefaults }
 
-    /// Reads only the header and attributes of a route message: is it a default route, or an
-    /// IPv4 route of `stopTable` (the main table, or the one table dumped) past that table's
-    /// default routes?
+    /// Reads only the header, table and destination of a route message (libnl's attribute
+    /// parser): is it a default route, or an IPv4 route of `stopTable` (the main table, or the
+    /// one table dumped) past that table's default routes?
     private func classify(_ header: UnsafeMutablePointer<nlmsghdr>, family: AddressFamily,
                           stopTable: UInt32) -> RouteMessageKind {
-        let length = Int(header.pointee.nlmsg_len)
-        let headerSize = MemoryLayout<nlmsghdr>.size
-        guard length >= headerSize + MemoryLayout<rtmsg>.size else { return .other }
-        let base = UnsafeRawPointer(header)
-        let message = base.advanced(by: headerSize).loadUnaligned(as: rtmsg.self)
+        guard Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + MemoryLayout<rtmsg>.size,
+              let attributes = AttributeTable(message: header, headerSize: MemoryLayout<rtmsg>.size,
+                                              policy: Self.classifyingAttributes) else { return .other }
+        let message = nlmsg_data(header)!.loadUnaligned(as: rtmsg.self)
         if message.rtm_dst_len == 0 { return .defaultRoute }
         guard family == .ipv4 else { return .other }
-        var table = UInt32(message.rtm_table)
-        var destinationIsZero = true
-        var offset = headerSize + ((MemoryLayout<rtmsg>.size + 3) & ~3)
-        while offset + 4 <= length {
-            let attributeLength = Int(base.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
-            let type = Int32(base.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self))
-            guard attributeLength >= 4, offset + attributeLength <= length else { break }
-            if type == Int32(RTA_TABLE.rawValue), attributeLength >= 8 {
-                table = base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-            } else if type == Int32(RTA_DST.rawValue), attributeLength >= 8 {
-                destinationIsZero = base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) == 0
-            }
-            offset += (attributeLength + 3) & ~3
-        }
+        let table = attributes.u32(RTA_TABLE.rawValue) ?? UInt32(message.rtm_table)
+        let destinationIsZero = attributes.u32(RTA_DST.rawValue).map { $0 == 0 } ?? true
         return table == stopTable && !destinationIsZero ? .pastDefaults : .other
     }
+
+    private static let classifyingAttributes = AttributePolicy(maxType: Int32(RTA_TABLE.rawValue), [
+        Int32(RTA_TABLE.rawValue): (.u32, 4),
+        Int32(RTA_DST.rawValue): (.u32, 4),
+    ])
 
     private func sendDumpRequest(fd: Int32, family: AddressFamily, filter: RouteFilter, sequence: UInt32) throws(NetlinkError) {
         request.reset()
@@ -437,6 +429,7 @@ final class RawRouteSocket {
         }
     }
 
+
     // MARK: Policy rules
 
     /// A summary of the policy rules of `family`: a fingerprint of the whole rule set (it
@@ -445,37 +438,18 @@ final class RawRouteSocket {
     /// of its output link, so that two lookups that end at the same table entry can fare
     /// differently.
     func policyRules(family: AddressFamily) throws(NetlinkError) -> PolicyRuleSummary {
-        var summary = PolicyRuleSummary(fingerprint: 0, suppressesByInterfaceGroup: false)
+        let rules = try rules(family: family)
         var hasher = Hasher()
-        try forEachRule(family: family, restart: {
-            hasher = Hasher()
-            summary.suppressesByInterfaceGroup = false
-        }) { payload in
-            hasher.combine(bytes: payload)
-            var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
-            while let (type, value) = attributes.next() {
-                // The kernel sends FRA_SUPPRESS_IFGROUP only for a rule that has one.
-                if type == Self.suppressInterfaceGroupAttribute, let group = value.u32, group != UInt32.max {
-                    summary.suppressesByInterfaceGroup = true
-                }
-            }
-        }
-        summary.fingerprint = hasher.finalize()
-        return summary
+        hasher.combine(rules)
+        return PolicyRuleSummary(fingerprint: hasher.finalize(),
+                                 suppressesByInterfaceGroup: rules.contains { $0.suppressInterfaceGroup != nil })
     }
 
-    /// The tables that the policy rules of `family` look up (`FRA_TABLE`, or the header's table
-    /// below 256), in the order of the rules, each once.
+    /// The tables that the policy rules of `family` look up, in the order of the rules, each once.
     func ruleTables(family: AddressFamily) throws(NetlinkError) -> [UInt32] {
         var tables: [UInt32] = []
-        try forEachRule(family: family, restart: { tables.removeAll() }) { payload in
-            guard payload.count >= Self.ruleHeaderSize else { return }
-            var table = UInt32(payload[4])
-            var attributes = RouteAttributes(payload, from: Self.ruleHeaderSize)
-            while let (type, value) = attributes.next() {
-                if type == Self.tableAttribute, let id = value.u32 { table = id }
-            }
-            if table != RouteTable.unspecified.rawValue, !tables.contains(table) { tables.append(table) }
+        for rule in try rules(family: family) where rule.table != .unspecified && !tables.contains(rule.table.rawValue) {
+            tables.append(rule.table.rawValue)
         }
         return tables
     }
@@ -483,22 +457,22 @@ final class RawRouteSocket {
     /// The policy rules of `family`, in the kernel's order (by priority).
     func rules(family: AddressFamily) throws(NetlinkError) -> [PolicyRule] {
         var rules: [PolicyRule] = []
-        try forEachRule(family: family, restart: { rules.removeAll() }) { payload in
-            if let rule = PolicyRule(payload: payload), rule.family == family { rules.append(rule) }
+        try forEachRule(family: family, restart: { rules.removeAll() }) { message in
+            if let rule = PolicyRule(message: message), rule.family == family { rules.append(rule) }
         }
         return rules
     }
 
-    /// Calls `body` with the payload (`struct fib_rule_hdr` and attributes) of each rule of `family`.
+    /// Calls `body` with each rule message of `family`.
     /// A dump that a change interrupted (`NLM_F_DUMP_INTR`: a rule skipped or seen twice) is
     /// asked again, after `restart` tells the caller to drop what it has seen.
     private func forEachRule(family: AddressFamily, restart: () -> Void,
-                             _ body: (UnsafeRawBufferPointer) -> Void) throws(NetlinkError) {
+                             _ body: (UnsafeMutablePointer<nlmsghdr>) -> Void) throws(NetlinkError) {
         // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action, flags.
         let header = (family.rawValue, UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt32(0))
         try repeatingInterruptedDumps(restart: restart) { () throws(NetlinkError) in
             try dump(RTM_GETRULE, header: header, answer: RTM_NEWRULE, context: "rule dump") { message in
-                if let payload = netlinkPayload(of: message, atLeast: 0) { body(payload) }
+                body(message)
             }
         }
     }
@@ -675,12 +649,6 @@ final class RawRouteSocket {
         var firstCapacity: Int { if case .peeking(let capacity) = self { capacity } else { largestDumpDatagram } }
     }
 
-    /// `sizeof(struct fib_rule_hdr)`.
-    private static let ruleHeaderSize = 12
-    /// `FRA_TABLE` of `linux/fib_rules.h`.
-    private static let tableAttribute: UInt16 = 15
-    /// `FRA_SUPPRESS_IFGROUP` of `linux/fib_rules.h`.
-    private static let suppressInterfaceGroupAttribute: UInt16 = 13
 
     // MARK: Helpers
 

@@ -3,11 +3,10 @@ import Netlink
 import NetnsTestSupport
 import Testing
 
-/// The subscription reads address notifications itself (`InterfaceAddress(message:)`), not
-/// through libnl's parser and address cache; libnl still reads every dump. The two must agree:
-/// after each step of a tour of address kinds and changes, the addresses the subscription built
-/// from notifications equal a fresh libnl dump of the same namespace, field by field.
-@Suite("Address messages read from the kernel's bytes", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+/// Address notifications and dumps are both parsed by libnl. After each step of a tour of
+/// address kinds and changes, the addresses the subscription built from notifications equal a
+/// fresh dump of the same namespace, field by field.
+@Suite("Address messages parsed by libnl", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct AddressMessageTests {
     @Test func notificationsAgreeWithLibnlDumpsThroughATourOfAddresses() throws {
         let ns = try TestNamespace("addrmsg")

@@ -3,11 +3,11 @@ import Netlink
 import NetnsTestSupport
 import Testing
 
-/// The subscription reads link notifications itself (`Link(message:)`), as the dumps are read.
-/// The two must agree: after each step of a tour of link kinds and changes, the links the
+/// Link notifications and dumps are both parsed by libnl (with its attribute parser for the
+/// alternative names). After each step of a tour of link kinds and changes, the links the
 /// subscription built from notifications equal a fresh dump of the same namespace, field by
 /// field; and what a dump reads must be what `ip -j link show` prints.
-@Suite("Link messages read from the kernel's bytes", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+@Suite("Link messages parsed by libnl", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct LinkMessageTests {
     /// A tour of link kinds and changes; `elsewhere` is a second namespace, for a veth's peer.
     static func tour(elsewhere: String) -> [(String, [String])] {

@@ -1,5 +1,6 @@
 import Glibc
-import Netlink
+import CNetlink
+@testable import Netlink
 
 /// A link dump of the calling thread's namespace on a bare `NETLINK_ROUTE` socket, read as the
 /// kernel sends it (no libnl): `body` gets every message of the answer, `NLMSG_DONE` included,
@@ -66,5 +67,60 @@ func feedEveryTruncationAndByteChange(of message: [UInt8], to parse: (UnsafeRawB
             changed[position] = value
             changed.withUnsafeBytes { bytes in parse(UnsafeRawBufferPointer(rebasing: bytes[16...])) }
         }
+    }
+}
+
+/// Runs `parse` on a netlink message of `type` (an `RTM_NEW*` number) whose payload is `payload`:
+/// the bytes the kernel sends after the 16-byte `nlmsghdr`, which is made here.
+func parsingMessage<T>(type: UInt16, payload: UnsafeRawBufferPointer,
+                       _ parse: (UnsafeMutablePointer<nlmsghdr>) -> T?) -> T? {
+    let length = MemoryLayout<nlmsghdr>.size + payload.count
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: MemoryLayout<nlmsghdr>.alignment)
+    defer { buffer.deallocate() }
+    let header = buffer.baseAddress!.initializeMemory(
+        as: nlmsghdr.self, repeating: nlmsghdr(nlmsg_len: UInt32(length), nlmsg_type: type, nlmsg_flags: 0, nlmsg_seq: 0, nlmsg_pid: 0),
+        count: 1)
+    if payload.count > 0 {
+        UnsafeMutableRawBufferPointer(rebasing: buffer[MemoryLayout<nlmsghdr>.size...]).copyMemory(from: payload)
+    }
+    return parse(header)
+}
+
+// The message kinds the tests build from their payloads, parsed as the library parses the
+// kernel's (`RTM_NEWROUTE` 24, `RTM_NEWLINK` 16, `RTM_NEWADDR` 20, `RTM_NEWRULE` 32,
+// `RTM_NEWNEXTHOP` 104).
+extension Route {
+    init?(payload: UnsafeRawBufferPointer) {
+        guard let route = parsingMessage(type: 24, payload: payload, { Route(message: $0) }) else { return nil }
+        self = route
+    }
+}
+
+extension Link {
+    init?(payload: UnsafeRawBufferPointer) {
+        guard let link = parsingMessage(type: 16, payload: payload, { Link(message: UnsafePointer($0)) }) else { return nil }
+        self = link
+    }
+}
+
+extension InterfaceAddress {
+    init?(payload: UnsafeRawBufferPointer) {
+        guard let address = parsingMessage(type: 20, payload: payload, { InterfaceAddress(message: UnsafePointer($0)) })
+        else { return nil }
+        self = address
+    }
+}
+
+extension PolicyRule {
+    init?(payload: UnsafeRawBufferPointer) {
+        guard let rule = parsingMessage(type: 32, payload: payload, { PolicyRule(message: UnsafePointer($0)) }) else { return nil }
+        self = rule
+    }
+}
+
+extension NexthopObject {
+    init?(payload: UnsafeRawBufferPointer) {
+        guard let object = parsingMessage(type: 104, payload: payload, { NexthopObject(message: $0) }) else { return nil }
+        self = object
     }
 }

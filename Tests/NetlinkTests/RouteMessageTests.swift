@@ -3,7 +3,7 @@ import Foundation
 import NetnsTestSupport
 import Testing
 
-@Suite("Route messages read from the kernel's bytes")
+@Suite("Route messages parsed by libnl")
 struct RouteMessageTests {
     /// Every field of every route, as `ip -j -d route show table all` prints it: multipath
     /// routes with their weights, metrics, protocols, scopes, preferred sources, IPv6 and its
@@ -60,13 +60,20 @@ struct RouteMessageTests {
         #expect(route.flags.isEmpty)
     }
 
-    @Test func aMalformedAttributeMakesTheMessageInvalid() {
-        var message = Self.multipathMessage()
-        message[28] = 0xff  // the RTA_DST length now overruns the message
-        #expect(message.withUnsafeBytes { Route(payload: $0) } == nil)
+    /// libnl's parser refuses an attribute shorter than its type (a 16-bit metric) and a family
+    /// other than IPv4 and IPv6; it stops at an attribute that overruns the message, whose
+    /// bytes are never read.
+    @Test func malformedAttributes() throws {
+        var shortMetric = Self.multipathMessage()
+        shortMetric[20] = 6  // RTA_PRIORITY's length: 2 bytes of value
+        #expect(shortMetric.withUnsafeBytes { Route(payload: $0) } == nil)
         var wrongFamily = Self.multipathMessage()
         wrongFamily[0] = 7
         #expect(wrongFamily.withUnsafeBytes { Route(payload: $0) } == nil)
+        var overrun = Self.multipathMessage()
+        overrun[28] = 0xff  // RTA_MULTIPATH's length now overruns the message
+        let route = try #require(overrun.withUnsafeBytes { Route(payload: $0) })
+        #expect(route.nexthops.isEmpty && route.metric == 42)
     }
 
     /// An IPv4 route to 10.77.0.0/16, metric 42, with two next hops: via 10.10.0.250 on link 2
@@ -81,7 +88,7 @@ struct RouteMessageTests {
         func hop(_ weight: UInt8, _ link: Int32, _ attributes: [UInt8]) -> [UInt8] {
             withUnsafeBytes(of: UInt16(8 + attributes.count)) { Array($0) } + [0, weight] + withUnsafeBytes(of: link) { Array($0) } + attributes
         }
-        bytes += attribute(1, [10, 77, 0, 0])  // RTA_DST (its length field is byte 28 of the whole)
+        bytes += attribute(1, [10, 77, 0, 0])  // RTA_DST
         bytes += attribute(6, withUnsafeBytes(of: UInt32(42)) { Array($0) })  // RTA_PRIORITY
         let via = withUnsafeBytes(of: UInt16(10)) { Array($0) } + [0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [1]
         bytes += attribute(9, hop(2, 2, attribute(5, [10, 10, 0, 250])) + hop(255, 3, attribute(18, via)))  // RTA_MULTIPATH

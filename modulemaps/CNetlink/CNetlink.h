@@ -39,6 +39,10 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/route.h>
 #include <netlink/route/nexthop.h>
+#include <netlink/route/rule.h>
+#include <netlink/route/netconf.h>
+#include <netlink/route/neighbour.h>
+#include <linux/fib_rules.h>
 
 /// Reads one datagram from a netlink socket without blocking, into `buffer`.
 ///
@@ -62,6 +66,22 @@ static inline ssize_t cnetlink_receive_datagram(int fd, void *buffer, size_t len
     *saved_errno = received < 0 ? errno : 0;
     *sender_port = sender.nl_pid;
     return received;
+}
+
+/// Whether every entry of an `RTA_MULTIPATH` attribute is whole (the kernel's `RTNH_OK`).
+///
+/// libnl 3.7's `rtnl_route_parse` never ends on an entry whose length is shorter than its
+/// header (its `parse_multipath` steps by that length): a message with one is refused before
+/// libnl sees it. `RTNH_OK` and `RTNH_NEXT` are function-like macros Swift cannot import.
+static inline int cnetlink_multipath_is_well_formed(const struct nlattr *attribute) {
+    const struct rtnexthop *entry = (const struct rtnexthop *)nla_data(attribute);
+    int remaining = nla_len(attribute);
+    while (remaining > 0) {
+        if (!RTNH_OK(entry, remaining)) return 0;
+        remaining -= RTNH_ALIGN(entry->rtnh_len);
+        entry = RTNH_NEXT(entry);
+    }
+    return 1;
 }
 
 /// glibc's declaration of setns(2), visible only under _GNU_SOURCE (see the top of this file).
