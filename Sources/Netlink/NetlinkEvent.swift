@@ -12,6 +12,12 @@ public enum NetlinkEvent: Sendable, Hashable {
     case address(Change<InterfaceAddress>)
     /// A route of any table appeared, changed or went away.
     case route(RouteChange)
+    /// The IP configuration (netconf) of a link or of the namespace appeared, changed or went
+    /// away: `ignore_routes_with_linkdown` or forwarding was set, say.
+    case configuration(Change<InterfaceConfiguration>)
+    /// A neighbour entry appeared, changed state or went away (only when the subscription
+    /// follows neighbours: ``SubscriptionOptions/followsNeighbors``).
+    case neighbor(Change<Neighbor>)
     /// The policy rules (`ip rule`) of this family changed: route lookups may now answer
     /// differently for any destination. The state's ``NetworkState/policyRules`` hold the new
     /// ones (the subscription reads them again after a rule message).
@@ -22,14 +28,8 @@ public enum NetlinkEvent: Sendable, Hashable {
     case resynchronized(ResynchronizationReason)
 }
 
-/// A change to a value that the subscription keeps: a link, an address or a default route.
-///
-/// It is `Equatable` and `Hashable` when its value is. Those are conformances of their own rather
-/// than requirements on `Value`: the Swift runtime, making a generic type from its name (as the
-/// code that copies or destroys an optional change does), checks each requirement with a search
-/// of every protocol conformance in the process (`Sendable` is not checked at run time), which
-/// cost 371 000 instructions in a process's first address event and 395 000 in its first
-/// re-read of default routes (Benchmarks/HISTORY.md, "The twenty-first session").
+/// A change to a value that the subscription keeps: a link, an address, a default route, an IP
+/// configuration or a neighbour. It is `Equatable` and `Hashable` when its value is.
 public enum Change<Value: Sendable>: Sendable {
     /// The value appeared.
     case new(Value)

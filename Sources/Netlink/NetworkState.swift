@@ -26,6 +26,12 @@ public struct NetworkState: Sendable, Hashable {
     /// on a kernel without policy routing for it) is routed by its main table; one with an
     /// empty list routes nothing, as the kernel does once every rule is deleted.
     public var policyRules: [AddressFamily: [PolicyRule]] = [:]
+    /// The IP configuration (netconf) of each link and the namespace-wide ones, by family and
+    /// scope, as libnl's netconf cache holds them.
+    public var configurations: [InterfaceConfiguration.Key: InterfaceConfiguration] = [:]
+    /// The neighbour table, when the subscription follows it
+    /// (``SubscriptionOptions/followsNeighbors``); empty otherwise.
+    public var neighbors: [Neighbor.Key: Neighbor] = [:]
     /// Changes whenever a link is added or removed, or changes what it is rather than what state
     /// it is in (see ``Link/differsOnlyInState(from:)``). A subscription sets it, from one
     /// counter for the whole process, so equal revisions mean links that differ at most in their
@@ -52,7 +58,8 @@ public struct NetworkState: Sendable, Hashable {
     /// Whether two states hold the same links, addresses, default routes and policy rules.
     public static func == (lhs: NetworkState, rhs: NetworkState) -> Bool {
         lhs.links == rhs.links && lhs.addresses == rhs.addresses && lhs.defaultRoutes == rhs.defaultRoutes
-            && lhs.policyRules == rhs.policyRules
+            && lhs.policyRules == rhs.policyRules && lhs.configurations == rhs.configurations
+            && lhs.neighbors == rhs.neighbors
     }
 
     /// Hashes the links, addresses, default routes and policy rules.
@@ -61,6 +68,8 @@ public struct NetworkState: Sendable, Hashable {
         hasher.combine(addresses)
         hasher.combine(defaultRoutes)
         hasher.combine(policyRules)
+        hasher.combine(configurations)
+        hasher.combine(neighbors)
     }
 
     /// The events that turn `old` into this state: links that appeared or changed, then
@@ -78,6 +87,8 @@ public struct NetworkState: Sendable, Hashable {
         }
         events += Self.changes(from: old.addresses, to: addresses).map { .address($0) }
         events += Self.changes(from: old.defaultRoutes, to: defaultRoutes).map { .route(RouteChange($0)) }
+        events += Self.changes(from: old.configurations, to: configurations).map { .configuration($0) }
+        events += Self.changes(from: old.neighbors, to: neighbors).map { .neighbor($0) }
         for link in old.sortedLinks where links[link.index] == nil { events.append(.link(.removed(link))) }
         for family in AddressFamily.allCases where policyRules[family] != old.policyRules[family] {
             events.append(.rulesChanged(family))
@@ -182,6 +193,10 @@ extension NetworkState {
                     guard route.isDefault else { return }
                     defaultRoutes[route.key] = newer.defaultRoutes[route.key]
                 }
+            case .configuration(let change):
+                change.forEachVersion { configurations[$0.key] = newer.configurations[$0.key] }
+            case .neighbor(let change):
+                change.forEachVersion { neighbors[$0.key] = newer.neighbors[$0.key] }
             case .snapshot:
                 self = newer
                 return

@@ -70,6 +70,14 @@ final class RequestSocket {
         return links.sorted { $0.index < $1.index }
     }
 
+    /// The alternative names of every link that has some, by index: what libnl 3.7's link
+    /// cache does not hold (see ``CacheManager``).
+    func alternativeNames() throws(NetlinkError) -> [Int32: [String]] {
+        var names: [Int32: [String]] = [:]
+        for link in try links() where !link.alternativeNames.isEmpty { names[link.index] = link.alternativeNames }
+        return names
+    }
+
     /// The link with index `index` now (`RTM_GETLINK` for it), or nil when there is none.
     func link(index: Int32) throws(NetlinkError) -> Link? {
         try raw.link(index: index)

@@ -5,17 +5,13 @@ import Synchronization
 /// The event loop behind a ``NetlinkSubscription``: one thread that owns every libnl object of
 /// the subscription.
 ///
-/// One notification socket carries link, address and route messages in the kernel's order.
-/// libnl's cache manager (`nl_cache_mngr`) sets the socket up, joins its groups and fills the
-/// address cache; links are dumped on the request socket (`linksFromKernel`). The loop then
-/// reads the socket itself, one `recvfrom` per datagram into a buffer it keeps (see
-/// `readNotifications`). Route, link and address messages are parsed here from the kernel's
-/// bytes (route messages are kept only when they are default routes; libnl's address cache
-/// serves the initial dump and every re-read, and is not consulted in between); a policy-rule
-/// message has its family's rules read again, then
-/// reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in `epoll_wait` with no timeout:
-/// nothing runs while nothing changes.
-final class SubscriptionEngine: @unchecked Sendable {
+/// libnl's cache manager (``CacheManager``) keeps the links, addresses and IP configurations
+/// (and neighbours when asked) from the kernel's notifications, and its change callbacks come
+/// here as typed changes; route, rule and next-hop notifications arrive on the same socket,
+/// parsed by libnl, and only default routes are kept. A policy-rule message has its family's
+/// rules read again, then reported as ``NetlinkEvent/rulesChanged(_:)``. The thread sleeps in
+/// `epoll_wait` with no timeout: nothing runs while nothing changes.
+final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     // @unchecked Sendable: the properties under "loop thread only" are created, read and freed by
     // the loop thread alone (between `start` and the end of `run`), and libnl's callbacks run on
     // it too. Other threads touch only `wake` (an eventfd, safe to write from any thread, closed
@@ -38,56 +34,45 @@ final class SubscriptionEngine: @unchecked Sendable {
     private let completion = ConditionLock()
     private var finished = false  // guarded by `completion`
 
-    // Loop thread only. None of these is checked for exclusive access at run time
-    // (`@exclusivity(unchecked)`): one thread alone uses them and never reaches one again
-    // while it is being modified, and the checks were a sixth of the instructions of each
-    // message on the loop (callgrind, `Benchmarks/profiles/instructions_per_flip.sh`).
-    @exclusivity(unchecked) private var manager: OpaquePointer?
-    @exclusivity(unchecked) private var eventSocket: OpaquePointer?
-    @exclusivity(unchecked) private var addressCache: OpaquePointer?
-    @exclusivity(unchecked) private var requests: RequestSocket?
-    @exclusivity(unchecked) private var epollDescriptor: Int32 = -1
+    // Loop thread only.
+    private var caches: CacheManager?
+    private var requests: RequestSocket?
+    private var epollDescriptor: Int32 = -1
     /// The watch of the namespace file's directory (the process's shared inotify instance),
     /// which sets `wake.namespaceFileTouched` and wakes the loop.
-    @exclusivity(unchecked) private var namespaceFileWatch: DirectoryWatch.Token?
+    private var namespaceFileWatch: DirectoryWatch.Token?
     /// A timer (timerfd) set for the soonest expiry of a kept default route: the kernel's
     /// lookups pass an expired route over without a message (see `expiryTimerFired`).
-    @exclusivity(unchecked) private var expiryTimerDescriptor: Int32 = -1
+    private var expiryTimerDescriptor: Int32 = -1
     /// When the timer is set to fire, if it is.
-    @exclusivity(unchecked) private var armedExpiry: ContinuousClock.Instant?
+    private var armedExpiry: ContinuousClock.Instant?
     /// The soonest expiry of a default route that a notification brought since the timer was
     /// last set.
-    @exclusivity(unchecked) private var notedExpiry: ContinuousClock.Instant?
-    @exclusivity(unchecked) private var namespaceIdentity: NetworkNamespace.Identity?
-    @exclusivity(unchecked) private var state = NetworkState()
-    @exclusivity(unchecked) private var batch: [NetlinkEvent] = []
-    // These three sets are kept allocated (see `reconcileMarked`), from start-up: a set's first
-    // storage has the Swift runtime make its type's metadata, which the first link flip's
-    // event waited for (see `instantiateEventPathTypes`).
-    @exclusivity(unchecked) private var linksToReconcile = Set<Int32>(minimumCapacity: 4)
-    @exclusivity(unchecked) private var tablesToReconcile = Set<TableKey>(minimumCapacity: 4)
+    private var notedExpiry: ContinuousClock.Instant?
+    private var namespaceIdentity: NetworkNamespace.Identity?
+    private var state = NetworkState()
+    private var batch: [NetlinkEvent] = []
+    private var linksToReconcile = Set<Int32>(minimumCapacity: 4)
+    private var tablesToReconcile = Set<TableKey>(minimumCapacity: 4)
     /// The default-route dumps of one reconciliation.
-    @exclusivity(unchecked) private var rereadFilters = Set<RouteFilter>(minimumCapacity: 4)
+    private var rereadFilters = Set<RouteFilter>(minimumCapacity: 4)
     /// Links to read again: their lower link left the namespace (see `removeLink`).
-    @exclusivity(unchecked) private var linksToReread: Set<Int32> = []
+    private var linksToReread: Set<Int32> = []
     /// The next-hop objects by id, kept from `RTM_NEWNEXTHOP` / `RTM_DELNEXTHOP`, for routes
     /// that name one without carrying its next hops (see ``Route/nexthopID``).
-    @exclusivity(unchecked) private var nexthopObjects: [UInt32: NexthopObject] = [:]
+    private var nexthopObjects: [UInt32: NexthopObject] = [:]
     /// Whether `nexthopObjects` may be out of date: the kernel flushes the objects of a link
     /// that goes down or loses its carrier without a message, and a route named an unknown one.
-    @exclusivity(unchecked) private var nexthopObjectsStale = false
+    private var nexthopObjectsStale = false
     /// Families whose policy rules changed, to be read again (see `ruleMessage`).
-    @exclusivity(unchecked) private var rulesToReread: Set<AddressFamily> = []
+    private var rulesToReread: Set<AddressFamily> = []
     /// Messages seen since the loop last woke up for the notification socket (see
-    /// `publishFirstMessage`).
-    @exclusivity(unchecked) private var messagesSinceWake = 0
+    /// `messageArrives`).
+    private var messagesSinceWake = 0
     /// A batch of this wake-up went out unsettled: a re-read was marked (see `flush`).
-    @exclusivity(unchecked) private var unsettledPublished = false
-    /// Where each notification datagram is read (`SubscriptionOptions.messageBufferSize` bytes,
-    /// grown after a datagram that did not fit).
-    @exclusivity(unchecked) private var receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    private var unsettledPublished = false
     /// Why the subscription ends, once the loop knows; observers are told after `teardown`.
-    @exclusivity(unchecked) private var ending: NetlinkError?
+    private var ending: NetlinkError?
 
     private init(namespace: NetworkNamespace, options: SubscriptionOptions, publisher: Publisher,
                  exitCoordinator: ExitCoordinator) throws(NetlinkError) {
@@ -205,7 +190,6 @@ final class SubscriptionEngine: @unchecked Sendable {
             teardown()  // what setUp opened before it failed
             return
         }
-        Self.instantiateEventPathTypes()
         let wake = self.wake
         publisher.start(with: state) { wake.signal() }
         ready(.success(()))
@@ -217,27 +201,6 @@ final class SubscriptionEngine: @unchecked Sendable {
         // libnl abort (`BUG()` in `do_foreach_af`).
         teardown()
         if !endedByExit.load(ordering: .acquiring) { publisher.terminate(ending ?? .stopped) }
-    }
-
-    /// Has the Swift runtime make, at start-up, the metadata of the generic types that only the
-    /// event path uses.
-    ///
-    /// The runtime makes a generic type's metadata the first time it is needed, and for a
-    /// dictionary or a set that includes checking that the key is `Hashable`: the first check of
-    /// a type against a protocol searches every protocol conformance in the process, some
-    /// 340 000 instructions here. Left to the first event, a few of those searches delayed the
-    /// first link flip's callback by 0.5 to 1 ms, and made up the slowest samples of every run
-    /// of the latency harness, whose listeners start afresh in each round (Benchmarks/HISTORY.md,
-    /// "The sixteenth session"). Found with callgrind (`Benchmarks/profiles/first_flips.sh`).
-    /// Without optimization, so that the array, which nothing reads, is still made.
-    @_optimize(none)
-    private static func instantiateEventPathTypes() {
-        let types: [Any.Type] = [
-            [Int32: Link].self, [Route.Key: Route].self, [InterfaceAddress.Key: InterfaceAddress].self,
-            [AddressFamily: [PolicyRule]].self, (Int32, Link).self, Link?.self, (Link?, Link?).self,
-            Set<Int32>.self, Set<RouteFilter>.self, Set<TableKey>.self, ContinuousClock.Instant?.self,
-        ]
-        _ = types
     }
 
     private func setUp(target: Int32) throws(NetlinkError) {
@@ -277,7 +240,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         guard expiryTimerDescriptor >= 0 else {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "timerfd_create")
         }
-        for fd in [wakeDescriptor, nl_cache_mngr_get_fd(manager), expiryTimerDescriptor] where fd >= 0 {
+        for fd in [wakeDescriptor, caches!.descriptor, expiryTimerDescriptor] where fd >= 0 {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
             event.data.fd = fd
@@ -287,64 +250,16 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
     }
 
-    /// Opens the notification socket, the cache manager with its address cache, and the request
-    /// socket, all in the calling thread's current namespace.
+    /// Opens the request socket and libnl's cache manager, which fills its caches, all in the
+    /// calling thread's current namespace. The manager joins every group before the dumps, so
+    /// nothing that changes during them is missed: it waits in the socket and is applied
+    /// afterwards.
     private func openSockets() throws(NetlinkError) {
-        guard let socket = nl_socket_alloc() else { throw .noMemory }
-        eventSocket = socket
-        receiveBuffer = .allocate(byteCount: max(options.messageBufferSize, MemoryLayout<nlmsghdr>.size),
-                                  alignment: MemoryLayout<nlmsghdr>.alignment)
-        var created: OpaquePointer?
-        try reserveManagerDescriptors()
-        let rc = nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &created)
-        if rc < 0 { throw NetlinkError(code: abs(rc), systemErrno: errno, context: "create cache manager") }
-        manager = created
-        setReceiveBuffer(nl_cache_mngr_get_fd(created), size: options.receiveBufferSize)
-        // Groups are joined before the initial dumps, so nothing that changes during them is
-        // missed: it waits in the socket and is applied afterwards.
-        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_LINK.rawValue)), "join link group")
-        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_ROUTE.rawValue)), "join IPv4 route group")
-        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_ROUTE.rawValue)), "join IPv6 route group")
-        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV4_RULE.rawValue)), "join IPv4 rule group")
-        try nlCheck(nl_socket_add_membership(socket, Int32(RTNLGRP_IPV6_RULE.rawValue)), "join IPv6 rule group")
-        // Next-hop objects (Linux 5.3+; an older kernel has no such group and no such routes).
-        _ = nl_socket_add_membership(socket, Int32(RTNLGRP_NEXTHOP.rawValue))
         requests = try RequestSocket(namespace: namespace)
-        // Links first, then addresses, so that no address is read after its link went away
-        // between the two dumps. Links are dumped on the request socket and read from their
-        // bytes (`linksFromKernel`): libnl 3.7 does not read alternative names. The manager
-        // joins the address cache's groups before it dumps the cache, as the lines above do for
-        // the others. Address notifications are read from their bytes (`addressMessage`); the
-        // cache serves the initial dump and the re-reads, so it has no change callback.
-        state.links = try linksFromKernel()
-        try nlCheck(nl_cache_mngr_add(created, "route/addr", nil, nil, &addressCache), "add address cache")
-    }
-
-    /// Makes sure the two descriptors that `nl_cache_mngr_alloc` opens (the notification
-    /// socket and its own socket for cache fills) are there, or throws the reason they are not.
-    /// libnl 3.7 frees the second socket twice when it cannot connect it, and aborts the
-    /// process (`BUG()` in `nl_cb_put`): with exactly one descriptor left under
-    /// `RLIMIT_NOFILE`, subscribing killed the program instead of failing. Two descriptors are
-    /// opened and closed right before the call; another thread that takes them in between can
-    /// still cause it.
-    private func reserveManagerDescriptors() throws(NetlinkError) {
-        let first = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        let firstError = errno
-        let second = first >= 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1
-        let secondError = errno
-        if first >= 0 { close(first) }
-        if second >= 0 { close(second) }
-        guard first >= 0, second >= 0 else {
-            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: first < 0 ? firstError : secondError,
-                               context: "create cache manager")
-        }
-    }
-
-    private func setReceiveBuffer(_ fd: Int32, size: Int) {
-        let value = Int32(clamping: size)
-        if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, value) != 0 {
-            _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, value)
-        }
+        let caches = try CacheManager(receiveBufferSize: options.receiveBufferSize,
+                                      followsNeighbors: options.followsNeighbors, observer: self)
+        self.caches = caches
+        caches.adoptAlternativeNames(try requests!.alternativeNames())
     }
 
     /// Watches the directory of a namespace file, so that `ip netns del` ends the subscription.
@@ -369,11 +284,13 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
     }
 
-    /// Reads what `openSockets` did not (it reads the links and, through the address cache,
-    /// the addresses).
+    /// Takes what libnl's caches hold, and reads the rules, next-hop objects and default routes.
     private func readInitialState() throws(NetlinkError) {
         state.linkRevision = Self.nextLinkRevision()
-        state.addresses = addressesFromCache()
+        state.links = Dictionary(caches!.links().map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        state.addresses = Dictionary(caches!.addresses().map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+        state.configurations = Dictionary(caches!.configurations().map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+        state.neighbors = Dictionary(caches!.neighbors().map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
         state.policyRules = try requests!.rules()
         nexthopObjects = try requests!.nexthopObjects()
         state.defaultRoutes = try dumpDefaultRoutes(filter: .defaultRoutes)
@@ -383,7 +300,7 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     private func loop() {
         var events = [epoll_event](repeating: epoll_event(), count: 8)
-        let netlinkDescriptor = nl_cache_mngr_get_fd(manager)
+        let netlinkDescriptor = caches!.descriptor
         armExpiryTimer()   // for the routes the initial dump read
         while !stopRequested.load(ordering: .acquiring) {
             let count = epoll_wait(epollDescriptor, &events, Int32(events.count), -1)
@@ -454,62 +371,72 @@ final class SubscriptionEngine: @unchecked Sendable {
         for route in state.defaultRoutes.values where route.family == .ipv6 { reconcileTable(of: route) }
     }
 
-    /// Reads every datagram waiting on the notification socket and handles its messages.
-    ///
-    /// The socket is read here rather than by `nl_cache_mngr_data_ready`, which for each wake-up
-    /// clones a callback set, and for each datagram allocates a 64 KiB buffer and, for each
-    /// message, a libnl message and a copy of its bytes, before the route, link and address
-    /// parsers, which read the kernel's bytes, see them. Here a datagram costs one `recvfrom`
-    /// into a buffer kept for the subscription's life, and no message is copied. Errors are
-    /// libnl's: `ENOBUFS` (the kernel dropped notifications) starts a re-read as an overflow; a
-    /// datagram larger than the buffer is `NLE_MSG_TRUNC`, and any other failure of `recvfrom`
-    /// its libnl code, each reported with a re-read.
+    /// Has libnl's cache manager read every notification that waits; its callbacks come back
+    /// as ``cacheChanged(_:)`` and ``uncachedMessage(_:)``. libnl reports the kernel's
+    /// `ENOBUFS` (notifications dropped) as `-NLE_NOMEM`, which starts a re-read as an
+    /// overflow; any other failure is reported with a re-read too.
     private func readNotifications() {
-        let descriptor = nl_socket_get_fd(eventSocket)
-        while true {
-            var sender: UInt32 = 0
-            var failure: Int32 = 0
-            let received = cnetlink_receive_datagram(descriptor, receiveBuffer.baseAddress, receiveBuffer.count,
-                                                     &sender, &failure)
-            if received < 0 {
-                switch failure {
-                case EINTR: continue
-                case EAGAIN, EWOULDBLOCK: return
-                case ENOBUFS: resynchronize(reason: .overflow)
-                default:
-                    resynchronize(reason: .error(NetlinkError(code: nl_syserr2nlerr(failure), systemErrno: failure,
-                                                              context: "read notifications")))
-                }
-                return
-            }
-            // Only the kernel (port 0) sends notifications; anything else is not read (and a
-            // large datagram from another sender neither grows the buffer nor costs a re-read).
-            guard received > 0, sender == 0 else { continue }
-            if received > receiveBuffer.count {
-                // Cut short, so lost: the state is read again. The buffer grows to hold such a
-                // datagram (a link with hundreds of alternative names), with room for it to
-                // grow, so that the next one is read.
-                growDatagramBuffer(&receiveBuffer, toHold: received, alignment: MemoryLayout<nlmsghdr>.alignment)
-                resynchronize(reason: .error(NetlinkError(code: NetlinkError.messageTruncated.code, context: "read notifications")))
-                return
-            }
-            forEachNetlinkMessage(in: UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[..<received])) { handleMessage($0) }
+        let rc = caches!.read()
+        guard rc < 0 else { return }
+        if rc == -Int32(NLE_NOMEM) {
+            resynchronize(reason: .overflow)
+        } else {
+            resynchronize(reason: .error(NetlinkError(libnlCode: rc, context: "read notifications")))
         }
     }
 
-    /// Handles one notification: route, link, address and rule messages, each read from the
-    /// kernel's bytes. Control messages (`NLMSG_ERROR`, `NLMSG_DONE`, ...) and
-    /// other types are not notifications of these groups and are skipped.
-    private func handleMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+    // MARK: What libnl tells
+
+    /// Publishes the change of the first message after a wake-up at once, before the next
+    /// message is handled. When the kernel sends a burst (a link going down brings its route and
+    /// address removals and the peer's change, all queued before anyone reads), the first line
+    /// of the story reaches observers one parse earlier; the rest of the burst is still
+    /// published as one batch, so a storm costs one extra publication per wake-up.
+    func messageArrives() {
         messagesSinceWake += 1
-        defer { publishFirstMessage() }
-        switch Int(header.pointee.nlmsg_type) {
-        case RTM_NEWADDR, RTM_DELADDR: addressMessage(header)
-        case RTM_NEWLINK, RTM_DELLINK: linkMessage(header)
-        case RTM_NEWROUTE, RTM_DELROUTE: routeMessage(header)
-        case RTM_NEWRULE, RTM_DELRULE: ruleMessage(header)
-        case RTM_NEWNEXTHOP, RTM_DELNEXTHOP: nexthopMessage(header)
-        default: break
+        if messagesSinceWake == 2 { flush() }
+    }
+
+    func cacheChanged(_ change: CacheChange) {
+        switch change {
+        case .link(let old, let new):
+            if let new { applyLink(new, deleted: false) } else if let old { applyLink(old, deleted: true) }
+        case .address(let old, let new):
+            if let new { applyAddress(new, deleted: false) } else if let old { applyAddress(old, deleted: true) }
+        case .configuration(let old, let new):
+            let key = (new ?? old)!.key
+            let before = state.configurations[key]
+            if let new {
+                if let change = upsert(new, at: key, in: &state.configurations) { batch.append(.configuration(change)) }
+            } else if let kept = state.configurations.removeValue(forKey: key) {
+                batch.append(.configuration(.removed(kept)))
+            }
+            if before?.ignoresRoutesWithLinkdown != state.configurations[key]?.ignoresRoutesWithLinkdown {
+                rereadRoutesMarkedDead(family: key.family, scope: key.scope)
+            }
+            // A renamed link's configuration is registered again (these messages) after the
+            // kernel has attached the rules that name its new name, which it did after it told
+            // of the rename: the rules are read once more.
+            if case .link(let index) = key.scope, let link = state.links[index] { rereadRulesNaming(link.name) }
+        case .neighbor(let old, let new):
+            if let new {
+                if let change = upsert(new, at: new.key, in: &state.neighbors) { batch.append(.neighbor(change)) }
+            } else if let old, let kept = state.neighbors.removeValue(forKey: old.key) {
+                batch.append(.neighbor(.removed(kept)))
+            }
+        }
+    }
+
+    func uncachedMessage(_ message: UncachedMessage) {
+        switch message {
+        case .route(let route, let deleted, let flags, let remainingLifetime):
+            routeMessage(route, deleted: deleted, flags: flags, remainingLifetime: remainingLifetime)
+        case .rule(let family):
+            // Its family's rules are read again once the messages waiting are read (a script
+            // that adds a hundred rules costs one dump, not a hundred), and reported then.
+            rulesToReread.insert(family)
+        case .nexthop(let object, let deleted):
+            nexthopMessage(object, deleted: deleted)
         }
     }
 
@@ -518,12 +445,12 @@ final class SubscriptionEngine: @unchecked Sendable {
     /// with messages only in `nexthop_compat_mode`: the tables of the kept default routes that
     /// name an object are re-read (next-hop objects change rarely). A deleted object also leaves
     /// the groups it was in, which the kernel need not report either: the objects are read again.
-    private func nexthopMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
-        guard let object = NexthopObject(message: header) else {
+    private func nexthopMessage(_ object: NexthopObject?, deleted: Bool) {
+        guard let object else {
             nexthopObjectsStale = true
             return
         }
-        if header.pointee.nlmsg_type == RTM_DELNEXTHOP {
+        if deleted {
             nexthopObjects[object.id] = nil
             if nexthopObjects.values.contains(where: { $0.members.contains { $0.id == object.id } }) {
                 nexthopObjectsStale = true
@@ -534,15 +461,6 @@ final class SubscriptionEngine: @unchecked Sendable {
         for route in state.defaultRoutes.values where route.nexthopID != nil {
             reconcileTable(of: route)
         }
-    }
-
-    /// Publishes the change of the first message after a wake-up at once, before the next
-    /// message is read. When the kernel sends a burst (a link going down brings its route and
-    /// address removals and the peer's change, all queued before anyone reads), the first line
-    /// of the story reaches observers one read and one parse earlier; the rest of the burst is
-    /// still published as one batch, so a storm costs one extra publication per wake-up.
-    private func publishFirstMessage() {
-        if messagesSinceWake == 1 { flush() }
     }
 
     /// Sends what the last read produced to the observers: settled unless a re-read of what the
@@ -571,12 +489,7 @@ final class SubscriptionEngine: @unchecked Sendable {
     }
 
     private func teardown() {
-        receiveBuffer.deallocate()
-        receiveBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-        if manager != nil { nl_cache_mngr_free(manager) }  // frees the caches and its sync socket
-        if let eventSocket { nl_socket_free(eventSocket) }  // ours, not the manager's to free
-        manager = nil
-        eventSocket = nil
+        caches = nil
         requests = nil
         if epollDescriptor >= 0 { close(epollDescriptor) }
         if let namespaceFileWatch { DirectoryWatch.shared.cancel(namespaceFileWatch) }
@@ -658,15 +571,6 @@ final class SubscriptionEngine: @unchecked Sendable {
         linksToReconcile.remove(index)
     }
 
-    /// An address notification, read from the kernel's bytes (`InterfaceAddress(message:)`)
-    /// rather than given to libnl's parser and included in its address cache, whose search for
-    /// the object is a walk of every address. libnl's address cache is then only current after
-    /// a re-read, which is the only time it is consulted (`resynchronize`).
-    private func addressMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
-        guard let address = InterfaceAddress(message: header) else { return }
-        applyAddress(address, deleted: header.pointee.nlmsg_type == RTM_DELADDR)
-    }
-
     /// Applies an address as a notification gave it. A deletion reports the version that was
     /// kept, as libnl's cache did.
     private func applyAddress(_ address: InterfaceAddress, deleted: Bool) {
@@ -684,24 +588,6 @@ final class SubscriptionEngine: @unchecked Sendable {
             return
         }
         if let change = upsert(address, at: key, in: &state.addresses) { batch.append(.address(change)) }
-    }
-
-    /// A link notification, read from the kernel's bytes (``Link/init(message:)``, as the
-    /// dumps are) rather than by libnl's link parser, which decodes the whole 1.5 KiB message
-    /// (statistics, every family's block) before the first event can go out.
-    private func linkMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
-        if let link = Link(message: header) { applyLink(link, deleted: header.pointee.nlmsg_type == RTM_DELLINK) }
-    }
-
-    /// A policy-rule notification: its family's rules are read again once the datagrams
-    /// waiting are read (a script that adds a hundred rules costs one dump, not a hundred), and
-    /// reported then (`rereadRules`). Its family is the first byte of a rule message
-    /// (`struct fib_rule_hdr`).
-    private func ruleMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
-        guard Int(header.pointee.nlmsg_len) > MemoryLayout<nlmsghdr>.size,
-              let family = AddressFamily(kernel: Int32(UnsafeRawPointer(header).load(fromByteOffset: MemoryLayout<nlmsghdr>.size, as: UInt8.self)))
-        else { return }
-        rulesToReread.insert(family)
     }
 
     /// Reads the rules again, reports each marked family (as every rule message was reported
@@ -745,9 +631,9 @@ final class SubscriptionEngine: @unchecked Sendable {
 
     /// A route notification: default routes update the state; other routes are reported as
     /// they come; routes the kernel clones are not routes of a table and are ignored.
-    private func routeMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
-        guard var route = Route(message: header), !route.flags.contains(.cloned) else { return }
-        let deleted = header.pointee.nlmsg_type == RTM_DELROUTE
+    private func routeMessage(_ route: Route, deleted: Bool, flags: Int32, remainingLifetime: Duration?) {
+        var route = route
+        guard !route.flags.contains(.cloned) else { return }
         if route.lacksObjectNexthops, !route.takeNexthops(from: nexthopObjects), route.isDefault, !deleted {
             // An object the kernel has not told of yet: the objects and the table are read
             // again, and the route is kept as it was until then (not without next hops).
@@ -757,7 +643,7 @@ final class SubscriptionEngine: @unchecked Sendable {
         }
         if route.isDefault {
             var deleted = deleted
-            if let lifetime = Route.remainingLifetime(message: header) {
+            if let lifetime = remainingLifetime {
                 if lifetime > .zero {
                     notedExpiry.keepEarliest(.now + lifetime)
                 } else {
@@ -765,10 +651,10 @@ final class SubscriptionEngine: @unchecked Sendable {
                     deleted = true
                 }
             }
-            defaultRouteMessage(route, deleted: deleted, flags: Int32(header.pointee.nlmsg_flags))
+            defaultRouteMessage(route, deleted: deleted, flags: flags)
         } else if deleted {
             batch.append(.route(.removed(route)))
-        } else if Int32(header.pointee.nlmsg_flags) & NLM_F_REPLACE != 0 {
+        } else if flags & NLM_F_REPLACE != 0 {
             batch.append(.route(.replaced(route)))
         } else {
             batch.append(.route(.new(route)))
@@ -815,6 +701,16 @@ final class SubscriptionEngine: @unchecked Sendable {
         // A replacement where several routes share the prefix replaced the kernel's first of
         // them, which need not be the one with this message's next hop.
         if flags & NLM_F_APPEND != 0 || (flags & NLM_F_REPLACE != 0 && samePrefix.count > 1) {
+            reconcileTable(of: route)
+        }
+    }
+
+    /// `ignore_routes_with_linkdown` changed: the kernel reports the next hops of a link
+    /// without carrier as dead under it (and lookups pass them over), with no route message.
+    /// The default routes of `family` through the links `scope` covers are read again.
+    private func rereadRoutesMarkedDead(family: AddressFamily, scope: ConfigurationScope) {
+        for route in state.defaultRoutes.values where route.family == family {
+            if case .link(let index) = scope, !route.uses(linkIndex: index) { continue }
             reconcileTable(of: route)
         }
     }
@@ -998,12 +894,9 @@ final class SubscriptionEngine: @unchecked Sendable {
     private func resynchronize(reason: ResynchronizationReason) {
         var lastError: NetlinkError?
         for _ in 0..<5 {
-            drainDescriptor(nl_cache_mngr_get_fd(manager))
+            drainDescriptor(caches!.descriptor)
             do {
-                let links = try linksFromKernel()
-                try nlCheck(nl_cache_resync(requests!.handle, addressCache, nil, nil), "re-read addresses")
-                diffLinks(links)
-                diffAddresses(addressesFromCache())
+                try caches!.resynchronize(on: requests!.handle, alternativeNames: try requests!.alternativeNames())
                 try rereadNexthopObjects()
                 try reread(.defaultRoutes)
                 // Rules the notifications would have told of: reported before `resynchronized`.
@@ -1022,32 +915,6 @@ final class SubscriptionEngine: @unchecked Sendable {
         flush()
         ending = lastError ?? .failure
         stopRequested.store(true, ordering: .releasing)
-    }
-
-    private func diffLinks(_ current: [Int32: Link]) {
-        for (index, old) in state.links where current[index] == nil {
-            removeLink(index: index, lastSeen: old)
-        }
-        for (index, link) in current {
-            if let change = upsert(link, at: index, in: &state.links) {
-                noteLinkChange(change)
-                batch.append(.link(change))
-            }
-        }
-    }
-
-    private func diffAddresses(_ current: [InterfaceAddress.Key: InterfaceAddress]) {
-        replace(state.addresses, with: current, in: &state.addresses) { batch.append(.address($0)) }
-    }
-
-    private func linksFromKernel() throws(NetlinkError) -> [Int32: Link] {
-        Dictionary(try requests!.links().map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-    }
-
-    private func addressesFromCache() -> [InterfaceAddress.Key: InterfaceAddress] {
-        var addresses: [InterfaceAddress.Key: InterfaceAddress] = [:]
-        forEachObject(in: addressCache!) { if let a = InterfaceAddress(libnl: $0) { addresses[a.key] = a } }
-        return addresses
     }
 
     /// True when the namespace file is gone or now names another namespace.

@@ -11,15 +11,14 @@ public struct SubscriptionOptions: Sendable, Hashable {
     /// The default: 4 MiB, which holds about 20 000 notifications.
     public static let defaultReceiveBufferSize = 4 << 20
 
-    /// The largest notification datagram read in one piece at first (64 KiB, more than the
-    /// kernel sends but for a link with hundreds of alternative names). A larger datagram is
-    /// lost (a truncated datagram, reported as `NLE_MSG_TRUNC` with a re-read of the state),
-    /// and the buffer grows to hold the next. Tests make it small, so that a read fails in the
-    /// middle of the stream and the recovery from an error can be seen.
-    package var messageBufferSize = 64 * 1024
+    /// Whether the subscription follows the neighbour table (ARP and NDP entries: libnl's
+    /// neighbour cache) and reports ``NetlinkEvent/neighbor(_:)``. Off by default: on a busy
+    /// link its entries change state every few seconds.
+    public var followsNeighbors: Bool
 
     /// Creates options.
-    public init(receiveBufferSize: Int = SubscriptionOptions.defaultReceiveBufferSize) {
+    public init(receiveBufferSize: Int = SubscriptionOptions.defaultReceiveBufferSize, followsNeighbors: Bool = false) {
         self.receiveBufferSize = receiveBufferSize
+        self.followsNeighbors = followsNeighbors
     }
 }

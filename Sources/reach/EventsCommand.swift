@@ -132,6 +132,18 @@ struct EventPrinter: Sendable {
             case .removed(let r): emit("removed", route: r)
             case .changed(let old, let new): emit("changed", route: new, old: old)
             }
+        case .configuration(let change):
+            switch change {
+            case .new(let c): emit("new", "netconf", c.json, human: c.description)
+            case .removed(let c): emit("removed", "netconf", c.json, human: c.description)
+            case .changed(let old, let new): emit("changed", "netconf", new.json, old: old.json, human: new.description)
+            }
+        case .neighbor(let change):
+            switch change {
+            case .new(let n): emit("new", "neighbor", n.json, human: n.description)
+            case .removed(let n): emit("removed", "neighbor", n.json, human: n.description)
+            case .changed(let old, let new): emit("changed", "neighbor", new.json, old: old.json, human: new.description)
+            }
         case .rulesChanged(let family):
             if json {
                 out.appendObject(header: "changed", "rules") { $0.key("family"); $0.value(family.description) }

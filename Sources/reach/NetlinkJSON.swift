@@ -72,6 +72,37 @@ extension InterfaceAddress {
     }
 }
 
+extension InterfaceConfiguration {
+    /// `family`, `scope` (`all`, `default` or `link`), `index` (the link's, or null), and the
+    /// values the kernel reported (null when it did not): `forwarding`, `rpFilter`,
+    /// `ignoreRoutesWithLinkdown`, `proxyNeighbors`.
+    var json: JSON {
+        let scopeName: String, index: Int32?
+        switch scope {
+        case .allLinks: (scopeName, index) = ("all", nil)
+        case .newLinks: (scopeName, index) = ("default", nil)
+        case .link(let link): (scopeName, index) = ("link", link)
+        }
+        return .object([
+            ("family", .string(family.description)), ("scope", .string(scopeName)), ("index", .int(index)),
+            ("forwarding", forwarding.map(JSON.bool) ?? .null), ("rpFilter", .int(reversePathFilter)),
+            ("ignoreRoutesWithLinkdown", ignoresRoutesWithLinkdown.map(JSON.bool) ?? .null),
+            ("proxyNeighbors", proxiesNeighbors.map(JSON.bool) ?? .null),
+        ])
+    }
+}
+
+extension Neighbor {
+    /// `index`, `family`, `address`, `lladdr` (or null), `state` (the NUD names) and `router`.
+    var json: JSON {
+        .object([
+            ("index", .int(linkIndex)), ("family", .string(address.family.description)),
+            ("address", .string(address.description)), ("lladdr", .string(linkLayerAddress?.description)),
+            ("state", .string(state.description)), ("router", .bool(isRouter)),
+        ])
+    }
+}
+
 private func lifetimeJSON(_ lifetime: Lifetime) -> JSON {
     switch lifetime {
     case .forever: return .string("forever")

@@ -43,6 +43,8 @@
 #include <netlink/route/netconf.h>
 #include <netlink/route/neighbour.h>
 #include <linux/fib_rules.h>
+#include <linux/netconf.h>
+#include <linux/neighbour.h>
 
 /// Reads one datagram from a netlink socket without blocking, into `buffer`.
 ///

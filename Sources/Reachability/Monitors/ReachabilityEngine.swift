@@ -562,6 +562,12 @@ final class ReachabilityEngine: Sendable {
         case .rulesChanged:
             // Any address may now be routed by another table: ask the kernel again.
             state.everythingChanged = true
+        case .configuration:
+            // `ignore_routes_with_linkdown` changes the kernel's lookups at once: ask again.
+            state.everythingChanged = true
+        case .neighbor:
+            // The kernel's route lookups do not depend on neighbour entries.
+            matters = false
         }
         if networkChanged {
             state.networkChangedForHosts = true

@@ -1,0 +1,336 @@
+import CNetlink
+import Glibc
+
+/// A change that libnl's cache manager reported, as Swift values: `old` is the value before,
+/// `new` the value after (nil for an object that came or went).
+///
+/// After a re-read (``CacheManager/resynchronize(on:alternativeNames:)``) libnl reports only
+/// the new value of a changed object: `old` is then nil, and the observer's own state holds it.
+enum CacheChange {
+    case link(old: Link?, new: Link?)
+    case address(old: InterfaceAddress?, new: InterfaceAddress?)
+    case configuration(old: InterfaceConfiguration?, new: InterfaceConfiguration?)
+    case neighbor(old: Neighbor?, new: Neighbor?)
+}
+
+/// A notification of the groups the manager's socket joins that no cache holds: routes (never
+/// mirrored while monitoring), policy rules and next-hop objects, each parsed by libnl.
+enum UncachedMessage {
+    /// A route message, with its `nlmsg_flags` and the route's remaining lifetime.
+    case route(Route, deleted: Bool, flags: Int32, remainingLifetime: Duration?)
+    /// A rule of this family came, changed or went.
+    case rule(AddressFamily)
+    /// A next-hop object message; nil for one libnl's attribute parser refused.
+    case nexthop(NexthopObject?, deleted: Bool)
+}
+
+/// What a ``CacheManager`` tells its owner, on the thread that calls ``CacheManager/read()``.
+protocol CacheManagerObserver: AnyObject {
+    /// A message from the kernel is about to be handled (for batching: the observer may publish
+    /// what the previous one changed).
+    func messageArrives()
+    /// A cache changed.
+    func cacheChanged(_ change: CacheChange)
+    /// A message that no cache holds arrived.
+    func uncachedMessage(_ message: UncachedMessage)
+}
+
+/// libnl's cache manager (`nl_cache_mngr`) for one network namespace: link, address and
+/// netconf caches (and neighbours when asked) kept by libnl from the kernel's notifications,
+/// whose change callbacks (`nl_cache_mngr_add_cache_v2`) become ``CacheChange`` values; and,
+/// on the same socket, route, rule and next-hop notifications, seen by a callback on each
+/// incoming message (`NL_CB_MSG_IN`) and parsed by libnl.
+///
+/// Not thread-safe: one thread creates it, reads it and frees it (the subscription's loop).
+/// Objects are converted inside libnl's callbacks; no libnl pointer outlives one.
+final class CacheManager {
+    private unowned let observer: any CacheManagerObserver
+    private let socket: OpaquePointer
+    private var manager: OpaquePointer?
+    private var linkCache: OpaquePointer?
+    private var addressCache: OpaquePointer?
+    private var configurationCache: OpaquePointer?
+    private var neighborCache: OpaquePointer?
+    /// The alternative names of each link, which libnl 3.7's link objects do not hold: read
+    /// from each link message (``Link/alternativeNames(message:)``) before libnl's cache sees it.
+    private var alternativeNames: [Int32: [String]] = [:]
+    /// The names of the link message being handled, until its change callback takes them.
+    private var pendingNames: (index: Int32, names: [String])?
+
+    /// Creates the manager in the calling thread's namespace, joins the route, rule and
+    /// next-hop groups, then adds the caches (each joins its groups before libnl fills it, so
+    /// that no change in between is missed: it waits in the socket).
+    ///
+    /// - Parameters:
+    ///   - receiveBufferSize: The socket's receive buffer, in bytes.
+    ///   - followsNeighbors: Whether to keep a neighbour cache as well.
+    ///   - observer: Told of every change; kept unowned (it owns the manager).
+    init(receiveBufferSize: Int, followsNeighbors: Bool, observer: any CacheManagerObserver) throws(NetlinkError) {
+        guard let socket = nl_socket_alloc() else { throw .noMemory }
+        self.socket = socket
+        self.observer = observer
+        // Every stored property has its value from here on: a throw runs `deinit`, which frees
+        // the socket (and the manager, once there is one).
+        manager = try Self.allocateManager(socket: socket)
+        // libnl reads each datagram whole, however large (a link with hundreds of names).
+        nl_socket_enable_msg_peek(socket)
+        let fd = nl_socket_get_fd(socket)
+        if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, Int32(clamping: receiveBufferSize)) != 0 {
+            _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, Int32(clamping: receiveBufferSize))
+        }
+        for group in [RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE] {
+            try nlCheck(nl_socket_add_membership(socket, Int32(group.rawValue)), "join group \(group.rawValue)")
+        }
+        // Next-hop objects (Linux 5.3+; an older kernel has no such group and no such routes).
+        _ = nl_socket_add_membership(socket, Int32(RTNLGRP_NEXTHOP.rawValue))
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        nl_socket_modify_cb(socket, NL_CB_MSG_IN, NL_CB_CUSTOM, { message, argument in
+            Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue().messageArrived(message!)
+        }, me)
+        linkCache = try add("route/link") { _, old, new, _, _, argument in
+            Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue().linkChanged(old: old, new: new)
+        }
+        addressCache = try add("route/addr") { _, old, new, _, _, argument in
+            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
+            manager.observer.cacheChanged(.address(old: old.flatMap(InterfaceAddress.init(libnl:)),
+                                                   new: new.flatMap(InterfaceAddress.init(libnl:))))
+        }
+        configurationCache = try add("route/netconf") { _, old, new, _, _, argument in
+            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
+            manager.observer.cacheChanged(.configuration(old: old.flatMap(InterfaceConfiguration.init(libnl:)),
+                                                         new: new.flatMap(InterfaceConfiguration.init(libnl:))))
+        }
+        if followsNeighbors {
+            neighborCache = try add("route/neigh") { _, old, new, _, _, argument in
+                let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
+                manager.observer.cacheChanged(.neighbor(old: old.flatMap(Neighbor.init(libnl:)),
+                                                        new: new.flatMap(Neighbor.init(libnl:))))
+            }
+        }
+    }
+
+    deinit {
+        nl_cache_mngr_free(manager)  // frees the caches and the manager's own request socket
+        nl_socket_free(socket)
+    }
+
+    /// The descriptor to wait on: readable when notifications wait.
+    var descriptor: Int32 { nl_socket_get_fd(socket) }
+
+    /// Guards every manager's creation in the process (see ``allocateManager(socket:)``).
+    private static let creation = Locked(())
+
+    /// `nl_cache_mngr_alloc`, called only once two descriptors are free: libnl 3.7 frees its
+    /// request socket twice when it cannot connect it, and aborts the process (`BUG()` in
+    /// `nl_cb_put`). Two descriptors are opened and closed under a lock that every manager's
+    /// creation in the process takes, so no other subscription's set-up takes them in
+    /// between; a thread outside the library that opens descriptors at that very moment still
+    /// could.
+    private static func allocateManager(socket: OpaquePointer) throws(NetlinkError) -> OpaquePointer {
+        try creation.withLock { _ throws(NetlinkError) -> OpaquePointer in
+            let first = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            let firstError = errno
+            let second = first >= 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1
+            let secondError = errno
+            if first >= 0 { close(first) }
+            if second >= 0 { close(second) }
+            guard first >= 0, second >= 0 else {
+                throw NetlinkError(code: NetlinkError.failure.code, systemErrno: first < 0 ? firstError : secondError,
+                                   context: "create cache manager")
+            }
+            var created: OpaquePointer?
+            let rc = nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &created)
+            guard rc >= 0, let created else {
+                throw NetlinkError(code: abs(rc), systemErrno: errno, context: "create cache manager")
+            }
+            return created
+        }
+    }
+
+    /// Adds the cache of libnl's kind `name` with `callback` as its v2 change callback.
+    private func add(_ name: String, _ callback: change_func_v2_t) throws(NetlinkError) -> OpaquePointer {
+        var cache: OpaquePointer?
+        try nlCheck(nl_cache_alloc_name(name, &cache), "allocate \(name) cache")
+        let rc = nl_cache_mngr_add_cache_v2(manager, cache, callback, Unmanaged.passUnretained(self).toOpaque())
+        if rc < 0 {
+            nl_cache_free(cache)
+            throw NetlinkError(libnlCode: rc, context: "add \(name) cache")
+        }
+        return cache!
+    }
+
+    // MARK: Reading
+
+    /// Reads and handles every notification that waits (`nl_cache_mngr_data_ready`), calling
+    /// the observer for each. Returns libnl's result: the number of messages, or a negative
+    /// libnl code (`-NLE_NOMEM` when the kernel dropped notifications: its `ENOBUFS`).
+    func read() -> Int32 {
+        let rc = nl_cache_mngr_data_ready(manager)
+        settlePendingNames()
+        return rc
+    }
+
+    /// Re-reads every cache from the kernel on `socket` (`nl_cache_resync`), reporting the
+    /// differences to the observer, after notifications were lost.
+    ///
+    /// - Parameter alternativeNames: The links' alternative names, read just before.
+    func resynchronize(on socket: OpaquePointer, alternativeNames: [Int32: [String]]) throws(NetlinkError) {
+        pendingNames = nil
+        let previousNames = self.alternativeNames
+        self.alternativeNames = alternativeNames
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try nlCheck(nl_cache_resync(socket, linkCache, { _, object, action, argument in
+            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
+            if action == NL_ACT_DEL { manager.linkChanged(old: object, new: nil) } else { manager.linkChanged(old: nil, new: object) }
+        }, me), "re-read links")
+        // A link whose only change is its alternative names is no change to libnl.
+        for link in links() where previousNames[link.index] != link.alternativeNames {
+            observer.cacheChanged(.link(old: nil, new: link))
+        }
+        try nlCheck(nl_cache_resync(socket, addressCache, { _, object, action, argument in
+            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
+            let address = object.flatMap(InterfaceAddress.init(libnl:))
+            manager.observer.cacheChanged(action == NL_ACT_DEL ? .address(old: address, new: nil) : .address(old: nil, new: address))
+        }, me), "re-read addresses")
+        try nlCheck(nl_cache_resync(socket, configurationCache, { _, object, action, argument in
+            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
+            let configuration = object.flatMap(InterfaceConfiguration.init(libnl:))
+            manager.observer.cacheChanged(action == NL_ACT_DEL ? .configuration(old: configuration, new: nil)
+                                          : .configuration(old: nil, new: configuration))
+        }, me), "re-read netconf")
+        if let neighborCache {
+            try nlCheck(nl_cache_resync(socket, neighborCache, { _, object, action, argument in
+                let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
+                let neighbor = object.flatMap(Neighbor.init(libnl:))
+                manager.observer.cacheChanged(action == NL_ACT_DEL ? .neighbor(old: neighbor, new: nil) : .neighbor(old: nil, new: neighbor))
+            }, me), "re-read neighbours")
+        }
+    }
+
+    // MARK: What the caches hold
+
+    /// The links the link cache holds, with their alternative names.
+    func links() -> [Link] {
+        var links: [Link] = []
+        forEachObject(in: linkCache!) { if let link = link(from: $0) { links.append(link) } }
+        return links
+    }
+
+    /// The addresses the address cache holds.
+    func addresses() -> [InterfaceAddress] {
+        var addresses: [InterfaceAddress] = []
+        forEachObject(in: addressCache!) { if let address = InterfaceAddress(libnl: $0) { addresses.append(address) } }
+        return addresses
+    }
+
+    /// The IP configurations the netconf cache holds.
+    func configurations() -> [InterfaceConfiguration] {
+        var configurations: [InterfaceConfiguration] = []
+        forEachObject(in: configurationCache!) { if let value = InterfaceConfiguration(libnl: $0) { configurations.append(value) } }
+        return configurations
+    }
+
+    /// The neighbours the neighbour cache holds (none unless asked for).
+    func neighbors() -> [Neighbor] {
+        guard let neighborCache else { return [] }
+        var neighbors: [Neighbor] = []
+        forEachObject(in: neighborCache) { if let neighbor = Neighbor(libnl: $0) { neighbors.append(neighbor) } }
+        return neighbors
+    }
+
+    /// Takes the links' alternative names, read at start-up after the link cache was filled
+    /// (a change since waits in the socket as a notification).
+    func adoptAlternativeNames(_ names: [Int32: [String]]) {
+        alternativeNames = names
+    }
+
+    // MARK: libnl's callbacks
+
+    /// Every message the manager's socket reads, before libnl's caches see it
+    /// (`NL_CB_MSG_IN`). Messages that no cache holds are handled here and skipped; a link
+    /// message leaves its alternative names for its change callback; the rest go on to
+    /// libnl's caches.
+    private func messageArrived(_ message: OpaquePointer) -> Int32 {
+        settlePendingNames()
+        // Only the kernel (port 0) sends notifications.
+        guard nlmsg_get_src(message).pointee.nl_pid == 0, let header = nlmsg_hdr(message) else { return Int32(NL_SKIP.rawValue) }
+        observer.messageArrives()
+        let type = Int32(header.pointee.nlmsg_type)
+        switch type {
+        case Int32(RTM_NEWLINK):
+            if Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + MemoryLayout<ifinfomsg>.size,
+               nlmsg_data(header)!.loadUnaligned(as: ifinfomsg.self).ifi_family == AF_UNSPEC,
+               let names = Link.alternativeNames(message: header) {
+                pendingNames = (nlmsg_data(header)!.loadUnaligned(as: ifinfomsg.self).ifi_index, names)
+            }
+            return Int32(NL_OK.rawValue)
+        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
+            if let route = Route(message: header) {
+                observer.uncachedMessage(.route(route, deleted: type == RTM_DELROUTE, flags: Int32(header.pointee.nlmsg_flags),
+                                                remainingLifetime: Route.remainingLifetime(message: header)))
+            }
+        case Int32(RTM_NEWRULE), Int32(RTM_DELRULE):
+            if let rule = PolicyRule(message: message) { observer.uncachedMessage(.rule(rule.family)) }
+        case Int32(RTM_NEWNEXTHOP), Int32(RTM_DELNEXTHOP):
+            observer.uncachedMessage(.nexthop(NexthopObject(message: header), deleted: type == RTM_DELNEXTHOP))
+        default:
+            return Int32(NL_OK.rawValue)
+        }
+        return Int32(NL_SKIP.rawValue)
+    }
+
+    /// A link object came, changed or went (libnl's change callback, or a re-read's).
+    private func linkChanged(old: OpaquePointer?, new: OpaquePointer?) {
+        let index = (new ?? old).map { Int32(rtnl_link_get_ifindex($0)) } ?? 0
+        let previousNames = alternativeNames[index] ?? []
+        if new != nil {
+            if let pending = pendingNames, pending.index == index {
+                alternativeNames[index] = pending.names
+                pendingNames = nil
+            }
+        } else {
+            alternativeNames[index] = nil
+        }
+        let oldLink = old.flatMap { isLinkView($0) ? Link(libnl: $0, alternativeNames: previousNames) : nil }
+        let newLink = new.flatMap(link(from:))
+        guard oldLink != nil || newLink != nil else { return }
+        observer.cacheChanged(.link(old: oldLink, new: newLink))
+    }
+
+    /// The link message handled last named other alternative names than its link had, and
+    /// libnl, which does not hold them, saw no change: the link changed all the same.
+    private func settlePendingNames() {
+        guard let (index, names) = pendingNames else { return }
+        pendingNames = nil
+        let previous = alternativeNames[index] ?? []
+        guard names != previous else { return }
+        alternativeNames[index] = names
+        // `rtnl_link_get` would take the first object of the index, which may be a bridge
+        // port's `AF_BRIDGE` view.
+        var found: Link?
+        forEachObject(in: linkCache!) { object in
+            if found == nil, rtnl_link_get_ifindex(object) == index { found = link(from: object) }
+        }
+        guard let new = found else { return }
+        var old = new
+        old.alternativeNames = previous
+        observer.cacheChanged(.link(old: old, new: new))
+    }
+
+    private func link(from object: OpaquePointer) -> Link? {
+        guard isLinkView(object) else { return nil }
+        return Link(libnl: object, alternativeNames: alternativeNames[Int32(rtnl_link_get_ifindex(object))] ?? [])
+    }
+
+    /// Whether a libnl link object describes a link itself: read from a message of family
+    /// `AF_UNSPEC`, which libnl keeps as such, except for a bridge, which it gives the family
+    /// `AF_BRIDGE` after its kind. The `AF_BRIDGE` messages of bridge ports describe a link a
+    /// second time, as objects of their own.
+    private func isLinkView(_ object: OpaquePointer) -> Bool {
+        switch rtnl_link_get_family(object) {
+        case AF_UNSPEC: return true
+        case AF_BRIDGE: return libnlString(rtnl_link_get_type(object)) == "bridge"
+        default: return false
+        }
+    }
+}
