@@ -19,10 +19,6 @@ public struct HardwareAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Lower-case, colon-separated hexadecimal, as `ip link` prints it.
-    ///
-    /// Written into the string's own storage, three bytes an octet: an event stream describes
-    /// the hardware addresses of every link change, and a string per octet, joined, cost about
-    /// 2 800 instructions an address.
     public var description: String {
         guard !octets.isEmpty else { return "" }
         return String(unsafeUninitializedCapacity: octets.count * 3 - 1) { buffer in

@@ -69,12 +69,6 @@ func upsert<Key: Hashable, Value: Equatable>(_ value: Value, at key: Key, in dic
 
 /// Makes `dictionary` hold `current` where it held `previous` (a part of it), and tells `emit`
 /// the changes: removals first, then additions and updates.
-///
-/// The changes go to `emit` rather than into an array: the array's storage type,
-/// `[Change<Route>]`, was instantiated by the Swift runtime on the first re-read after start-up
-/// (a search of every protocol conformance in the process for its generic requirements, some
-/// 370 000 instructions), in the middle of the first link flip's event (Benchmarks/HISTORY.md,
-/// "The sixteenth session").
 func replace<Key: Hashable, Value: Equatable>(_ previous: [Key: Value], with current: [Key: Value],
                                    in dictionary: inout [Key: Value], _ emit: (Change<Value>) -> Void) {
     for (key, old) in previous where current[key] == nil {

@@ -151,35 +151,18 @@ extension NetworkState: CustomStringConvertible {
 }
 
 extension NetworkState {
-    /// Gives this state storage of its own where it shares some with another copy (the
-    /// subscription's state, published whole at its start): the copy of every link, address,
-    /// default route and policy rule that the first change to either would otherwise make, in the
-    /// middle of that change's event. With 1 000 links the copies of the links and the addresses were 409 000 of
-    /// the first link event's 497 000 instructions, where a later one runs 35 000 to 50 000
-    /// (`Benchmarks/profiles/first_events.py`). Storage that is already its own is left as it is.
-    mutating func separateStorage() {
-        // `reserveCapacity` makes a shared dictionary's storage unique and leaves a unique one be.
-        if !links.isEmpty { links.reserveCapacity(links.count) }
-        if !addresses.isEmpty { addresses.reserveCapacity(addresses.count) }
-        if !defaultRoutes.isEmpty { defaultRoutes.reserveCapacity(defaultRoutes.count) }
-        if !policyRules.isEmpty { policyRules.reserveCapacity(policyRules.count) }
-    }
-
     /// Makes this state equal to `newer`, of which it is an earlier version, when `events` are
-    /// everything that happened in between, by copying only the entries the events name: for
-    /// a publication, O(changes) where assigning `newer` would leave two states sharing storage
-    /// and the next change to either copying every link, address and default route (250 000
-    /// instructions for a link flip among 1 000 links). The subscription's events are a
-    /// complete account of its changes (observers rebuild the state from them), so the two
-    /// states end equal; debug builds check it.
+    /// everything that happened in between, by copying only the entries the events name:
+    /// O(changes), where assigning `newer` would leave two states sharing storage and the next
+    /// change to either copying every link, address and default route. The subscription's
+    /// events are a complete account of its changes, so the two states end equal; debug builds
+    /// check it.
     mutating func catchUp(with newer: NetworkState, through events: [NetlinkEvent]) {
         for event in events {
             switch event {
             case .link(let change):
-                // A link keeps its index: old and new versions share the key. The subscription
-                // stores the very value it reports (see `upsert`), so the event's own value is
-                // taken: looking it up in `newer` cost a hash and a copy of an optional link
-                // through its generic value witness, some 900 instructions per link event.
+                // A link keeps its index: old and new versions share the key, and the
+                // subscription stores the very value it reports (see `upsert`).
                 switch change {
                 case .new(let link), .changed(_, let link): links[link.index] = link
                 case .removed(let link): links[link.index] = nil

@@ -40,18 +40,17 @@ extension EventSink {
 /// no callback starts after it.
 final class CallbackObserver: EventSink, @unchecked Sendable {
     // @unchecked Sendable: `pending`, `scheduled`, `cancelled` and `runningThread` are only read
-    // or written while `lock` is held; `queue`, `handler` and `onTermination` are immutable.
-    // The lock (and one drain at a time, for `spare`) gives the exclusive access that the
-    // run-time checks would verify on every event: they are left out (`@exclusivity(unchecked)`).
+    // or written while `lock` is held (and `spare` by the one drain that runs at a time);
+    // `queue`, `handler` and `onTermination` are immutable.
     private let lock = ConditionLock()
-    @exclusivity(unchecked) private var pending: [Item] = []
+    private var pending: [Item] = []
     /// The buffer `drain` swaps with `pending`, empty between drains (only `drain` uses it, and
     /// one drain runs at a time): taking a copy of `pending` and emptying it would allocate a
     /// new buffer for every batch.
-    @exclusivity(unchecked) private var spare: [Item] = []
-    @exclusivity(unchecked) private var scheduled = false
-    @exclusivity(unchecked) private var cancelled = false
-    @exclusivity(unchecked) private var runningThread: pthread_t?
+    private var spare: [Item] = []
+    private var scheduled = false
+    private var cancelled = false
+    private var runningThread: pthread_t?
     private let queue: DispatchQueue?
     private let handler: Handler
     private let onTermination: (@Sendable (NetlinkError) -> Void)?
@@ -64,9 +63,7 @@ final class CallbackObserver: EventSink, @unchecked Sendable {
         case settledBatch(@Sendable ([NetlinkEvent], Bool) -> Void)
     }
 
-    /// What waits for the handler. A published batch is kept as the array it came in (one
-    /// retain), whatever the handler: copying each event into an item of its own cost a link
-    /// flip's first callback about 1 500 instructions.
+    /// What waits for the handler: a published batch is kept as the array it came in.
     private enum Item {
         case batch([NetlinkEvent], settled: Bool)
         case terminated(NetlinkError)

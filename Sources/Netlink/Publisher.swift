@@ -28,10 +28,6 @@ final class Publisher: Sendable {
 
     /// Sets the initial state, and how to wake the subscription's thread.
     func start(with state: NetworkState, wake: @escaping @Sendable () -> Void) {
-        // The subscription keeps changing its own copy: the shared one gets storage of its own
-        // here, at start-up, rather than at the first change.
-        var state = state
-        state.separateStorage()
         shared.withLock {
             $0.state = state
             $0.wake = wake

@@ -1,8 +1,7 @@
 import CNetlink
 import Glibc
 
-// How route questions and answers look on the wire, shared by the libnl request socket and
-// the bare one (RequestSocket, RawRouteSocket).
+// How route questions and answers look on the wire (RequestSocket).
 
 extension RouteLookupResult {
     /// The answer that a lookup's error reply stands for, or nil for an error that is not an

@@ -8,21 +8,20 @@ import Foundation
 /// every running callback's thread, and a close from inside one waits for those on the others.
 final class CallbackGate: @unchecked Sendable {
     // @unchecked Sendable: every stored variable is read and written only with `condition`
-    // locked, which is also the exclusive access that run-time checks would verify on every
-    // callback: they are left out (`@exclusivity(unchecked)`).
+    // locked.
     private let condition = NSCondition()
-    @exclusivity(unchecked) private var currentGeneration = 0
+    private var currentGeneration = 0
     /// The running callbacks' threads: the usual single one (and how many callbacks it runs,
     /// one inside another's synchronous call), then those of callbacks that run on other threads
     /// at the same time (a user's concurrent queue), one entry per callback. The common case
     /// touches no array: the gate is on the path of every callback, 10 000 per change with as
     /// many monitors.
-    @exclusivity(unchecked) private var primaryThread: pthread_t?
-    @exclusivity(unchecked) private var primaryDepth = 0
-    @exclusivity(unchecked) private var otherThreads: [pthread_t] = []
+    private var primaryThread: pthread_t?
+    private var primaryDepth = 0
+    private var otherThreads: [pthread_t] = []
     /// The threads inside ``close()``: a callback that ends wakes them only when there are any,
     /// and a close does not wait for a callback whose thread is closing too.
-    @exclusivity(unchecked) private var closers: [pthread_t] = []
+    private var closers: [pthread_t] = []
 
     /// The generation to pass to ``run(generation:_:)``; a later ``close()`` invalidates it.
     var generation: Int {

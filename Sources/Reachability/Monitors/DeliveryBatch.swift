@@ -12,13 +12,12 @@ import Dispatch
 /// the round: the batch is only filled on that queue.
 final class DeliveryBatch: @unchecked Sendable {
     // @unchecked Sendable: a batch is created, filled and sent by one evaluation round on the
-    // engine's serial queue; the blocks it sends only read what they were given. That one
-    // round is also why `pending` needs no run-time exclusivity check (one per delivery).
-    @exclusivity(unchecked) private var pending: [ObjectIdentifier: (queue: DispatchQueue, deliveries: [Delivery])] = [:]
+    // engine's serial queue; the blocks it sends only read what they were given.
+    private var pending: [ObjectIdentifier: (queue: DispatchQueue, deliveries: [Delivery])] = [:]
     /// The queue that the last delivery was for, and its deliveries, held outside `pending`:
     /// 10 000 monitors on one queue then cost no hash lookup each.
-    @exclusivity(unchecked) private var currentQueue: DispatchQueue?
-    @exclusivity(unchecked) private var currentDeliveries: [Delivery] = []
+    private var currentQueue: DispatchQueue?
+    private var currentDeliveries: [Delivery] = []
 
     /// One answer for one recipient. A plain value in the queue's block rather than a closure
     /// per delivery: for 10 000 monitors that is 10 000 fewer allocations on the engine's

@@ -30,33 +30,31 @@ final class ReachabilityEngine: Sendable {
 
     /// What the engine keeps for one target. A class, so that reading or updating one entry
     /// of 10 000 in an evaluation round touches that entry only (a struct would be copied out
-    /// of the dictionary, its watchers with it). Only used with ``state`` locked, which is the
-    /// exclusive access that run-time checks would verify, several per entry and round: they
-    /// are left out (`@exclusivity(unchecked)`).
+    /// of the dictionary, its watchers with it). Only used with ``state`` locked.
     private final class Entry {
         /// Which entry this is, unique in the engine: a target dropped when its last watcher
         /// leaves and watched again gets a new entry, whose resolutions are counted from zero
         /// again, so a result must name the entry that started it (see `resolve(_:)`).
         let serial: UInt64
         init(serial: UInt64) { self.serial = serial }
-        @exclusivity(unchecked) var answer: ReachabilityAnswer?
+        var answer: ReachabilityAnswer?
         /// Whether `answer` is a host's optimistic one, judged with no addresses known while
         /// the subscription ran.
-        @exclusivity(unchecked) var judgedWithoutAddresses = false
-        @exclusivity(unchecked) var addresses: [ResolvedAddress]?
+        var judgedWithoutAddresses = false
+        var addresses: [ResolvedAddress]?
         /// Why the last resolution gave no addresses, when it failed or timed out.
-        @exclusivity(unchecked) var resolutionFailure: ReachabilityError?
+        var resolutionFailure: ReachabilityError?
         /// Resolutions started for this entry, and the newest one whose result was applied.
-        @exclusivity(unchecked) var resolutionGeneration = 0
-        @exclusivity(unchecked) var appliedResolution = 0
+        var resolutionGeneration = 0
+        var appliedResolution = 0
         /// Watchers, and whether each has had its first answer (only those get changes).
-        @exclusivity(unchecked) var watchers: [UInt64: Watching] = [:]
+        var watchers: [UInt64: Watching] = [:]
         /// How many of them wait for the host name's first resolution (``WatchPhase/waiting``).
-        @exclusivity(unchecked) var waitingWatchers = 0
+        var waitingWatchers = 0
         /// The FIB entry an address target matched, valid while `matchedGeneration` is the
         /// engine's ``State/matchGeneration`` (see SharedLookups.swift).
-        @exclusivity(unchecked) var matched: MatchedEntry?
-        @exclusivity(unchecked) var matchedGeneration = -1
+        var matched: MatchedEntry?
+        var matchedGeneration = -1
     }
 
     /// What a new watch does next with the answer at hand (see ``watch(_:inline:_:)``).
@@ -232,10 +230,7 @@ final class ReachabilityEngine: Sendable {
     /// thread (a few comparisons each, one lock per batch), so that a route change that cannot
     /// matter to any target costs no wake-up of the evaluation queue.
     func start() {
-        // `weak let` rather than `[weak self]`: a weak capture is a variable, whose every read
-        // is checked for exclusive access at run time; a constant's is not.
         weak let engine = self
-        Self.instantiateRoundTypes()
         // Rounds for inline watchers run from the subscription's observer with `queue.sync`.
         subscription.noteObserversWait(for: queue)
         let observation = subscription.observeSettledBatchesOnSubscriptionThread(onTermination: { error in
@@ -244,25 +239,6 @@ final class ReachabilityEngine: Sendable {
             engine?.received(events, settled: settled)
         }
         state.withLock { $0.observation = observation }
-    }
-
-    /// Has the Swift runtime make, at start-up, the array storage types that only a round
-    /// started by a kernel event allocates (a watch's first answer does not), instead of in the
-    /// first such round, between the kernel's message and the callback: some 20 000
-    /// instructions each (the subscription's own, `SubscriptionEngine.instantiateEventPathTypes`,
-    /// tells why). Without optimization, so that the arrays, which nothing reads, are still made.
-    @_optimize(none)
-    private static func instantiateRoundTypes() {
-        var affected: [(target: ReachabilityTarget, entry: Entry)] = []
-        affected.reserveCapacity(1)
-        var hosts: [ReachabilityTarget] = []
-        hosts.reserveCapacity(1)
-        var watchers: [Watching] = []
-        watchers.reserveCapacity(1)
-        var deliveries: [PendingDelivery] = []
-        deliveries.reserveCapacity(1)
-        var members: [(address: IPAddress, entry: Entry)] = []
-        members.reserveCapacity(1)
     }
 
     /// Why the subscription ended (its namespace was deleted), or nil while it runs.
