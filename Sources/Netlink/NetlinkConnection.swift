@@ -37,8 +37,8 @@ public final class NetlinkConnection: @unchecked Sendable {
         socket = opened.value
     }
 
-    /// The links, sorted by index: a dump read from the kernel's bytes, alternative names
-    /// included (``Link/alternativeNames``).
+    /// The links, sorted by index: a dump parsed by libnl, alternative names included
+    /// (``Link/alternativeNames``).
     public func links() throws(NetlinkError) -> [Link] {
         try withSocket { () throws(NetlinkError) in try socket.links() }
     }

@@ -19,6 +19,9 @@ struct EventsCommand: ParsableCommand {
     @Flag(help: "Print one JSON object per line.")
     var json = false
 
+    @Flag(help: "Also print the neighbour table's entries and their changes (ARP and NDP).")
+    var neighbors = false
+
     @OptionGroup var namespaceOption: NamespaceOption
     @OptionGroup var subscriptionOption: SubscriptionOption
 
@@ -27,7 +30,7 @@ struct EventsCommand: ParsableCommand {
 
     func run() throws {
         let namespace = try namespaceOption.namespace()
-        let subscription = try subscriptionOption.openSubscription(in: namespace)
+        let subscription = try subscriptionOption.openSubscription(in: namespace, followsNeighbors: neighbors)
         let printer = EventPrinter(json: json, classifier: LinkClassificationCache(
             source: .live(namespace), policy: try ConstrainedLinkPolicy.system()))
         // Lines are printed on the subscription's own thread as each read is parsed: no queue
@@ -110,6 +113,9 @@ struct EventPrinter: Sendable {
             }
             for route in snapshot.sortedDefaultRoutes {
                 self.emit("present", "route", route.writeJSON, old: nil, human: describe(route, state: snapshot), into: &out)
+            }
+            for neighbor in snapshot.neighbors.values.sorted(by: { ($0.linkIndex, $0.address) < ($1.linkIndex, $1.address) }) {
+                emit("present", "neighbor", neighbor.json, human: neighbor.description)
             }
             if json { out.appendObject(header: "synchronized", nil) { _ in } } else { line("synchronized") }
         case .link(let change):

@@ -125,9 +125,10 @@ struct SubscriptionOption: ParsableArguments {
     }
 
     /// Opens the namespace's shared subscription with these options, before anything else
-    /// opens it with the defaults.
-    func openSubscription(in namespace: NetworkNamespace) throws -> NetlinkSubscription {
+    /// opens it with the defaults; `followsNeighbors` adds libnl's neighbour cache.
+    func openSubscription(in namespace: NetworkNamespace, followsNeighbors: Bool = false) throws -> NetlinkSubscription {
         try NetlinkSubscription.shared(namespace: namespace, options: SubscriptionOptions(
-            receiveBufferSize: receiveBuffer ?? SubscriptionOptions.defaultReceiveBufferSize))
+            receiveBufferSize: receiveBuffer ?? SubscriptionOptions.defaultReceiveBufferSize,
+            followsNeighbors: followsNeighbors))
     }
 }

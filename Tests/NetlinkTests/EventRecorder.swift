@@ -30,3 +30,8 @@ extension NetlinkEvent {
     var addressChange: Change<InterfaceAddress>? { if case .address(let c) = self { return c } else { return nil } }
     var routeChange: RouteChange? { if case .route(let c) = self { return c } else { return nil } }
 }
+
+extension NetlinkEvent {
+    var configurationChange: Change<InterfaceConfiguration>? { if case .configuration(let c) = self { return c } else { return nil } }
+    var neighborChange: Change<Neighbor>? { if case .neighbor(let c) = self { return c } else { return nil } }
+}

@@ -50,6 +50,23 @@ struct InternetCarrierTests {
         monitor.stopListening()
     }
 
+    /// The setting changed while the carrier is gone: the kernel sends only a netconf message,
+    /// and its lookups change at once; so does the answer.
+    @Test func settingItWhileTheCarrierIsGoneMovesTheAnswerAtOnce() throws {
+        let ns = try twoUplinks("carrier2", ignoreRoutesWithLinkDown: false)
+        defer { ns.delete() }
+        let (monitor, deliveries) = try listeningToTheInternet(in: ns)
+        try ns.ip("link", "set", "vb", "down")
+        #expect(eventually { deliveries.last?.reason == .noCarrier })
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv4.conf.all.ignore_routes_with_linkdown=1"])
+        #expect(eventually { deliveries.last?.interface?.name == "vx" && deliveries.last?.isReachable == true })
+        #expect(try kernelsLink(in: ns) == "vx")
+        _ = try ns.exec(["sysctl", "-qw", "net.ipv4.conf.all.ignore_routes_with_linkdown=0"])
+        #expect(eventually { deliveries.last?.reason == .noCarrier && deliveries.last?.interface?.name == "va" })
+        #expect(try kernelsLink(in: ns) == "va")
+        monitor.stopListening()
+    }
+
     @Test func withTheSettingTheFallbackTakesOverWithNoPassingNotReachable() throws {
         let ns = try twoUplinks("carrier1", ignoreRoutesWithLinkDown: true)
         defer { ns.delete() }

@@ -33,6 +33,15 @@ public struct InterfaceConfiguration: Sendable, Hashable, CustomStringConvertibl
         self.proxiesNeighbors = proxiesNeighbors
     }
 
+    /// Takes the values this one lacks from `earlier`, a previous version of it.
+    mutating func keepValues(of earlier: InterfaceConfiguration?) {
+        guard let earlier, earlier.key == key else { return }
+        forwarding = forwarding ?? earlier.forwarding
+        reversePathFilter = reversePathFilter ?? earlier.reversePathFilter
+        ignoresRoutesWithLinkdown = ignoresRoutesWithLinkdown ?? earlier.ignoresRoutesWithLinkdown
+        proxiesNeighbors = proxiesNeighbors ?? earlier.proxiesNeighbors
+    }
+
     /// What identifies a configuration: its family and scope.
     public var key: Key { Key(family: family, scope: scope) }
 
@@ -42,6 +51,12 @@ public struct InterfaceConfiguration: Sendable, Hashable, CustomStringConvertibl
         public var family: AddressFamily
         /// The link, or the namespace-wide configuration.
         public var scope: ConfigurationScope
+
+        /// Creates the key of the configuration of `family` for `scope`.
+        public init(family: AddressFamily, scope: ConfigurationScope) {
+            self.family = family
+            self.scope = scope
+        }
     }
 
     public var description: String {

@@ -32,6 +32,12 @@ public struct Neighbor: Sendable, Hashable, CustomStringConvertible {
         public var linkIndex: Int32
         /// The neighbour's address.
         public var address: IPAddress
+
+        /// Creates the key of the entry for `address` on link `linkIndex`.
+        public init(linkIndex: Int32, address: IPAddress) {
+            self.linkIndex = linkIndex
+            self.address = address
+        }
     }
 
     public var description: String {
