@@ -898,7 +898,10 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         for _ in 0..<5 {
             drainDescriptor(caches!.descriptor)
             do {
-                try caches!.resynchronize(on: requests!.handle, alternativeNames: try requests!.alternativeNames())
+                let names = try requests!.alternativeNames()
+                try requests!.withPeeking { (socket) throws(NetlinkError) in
+                    try caches!.resynchronize(on: socket, alternativeNames: names)
+                }
                 try rereadNexthopObjects()
                 try reread(.defaultRoutes)
                 // Rules the notifications would have told of: reported before `resynchronized`.

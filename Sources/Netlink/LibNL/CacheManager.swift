@@ -281,7 +281,9 @@ final class CacheManager {
 
     /// A link object came, changed or went (libnl's change callback, or a re-read's).
     private func linkChanged(old: OpaquePointer?, new: OpaquePointer?) {
-        let index = (new ?? old).map { Int32(rtnl_link_get_ifindex($0)) } ?? 0
+        // A bridge port's `AF_BRIDGE` view comes and goes as the port joins and leaves.
+        guard let object = new ?? old, isLinkView(object) else { return }
+        let index = Int32(rtnl_link_get_ifindex(object))
         let previousNames = alternativeNames[index] ?? []
         if new != nil {
             if let pending = pendingNames, pending.index == index {
@@ -291,7 +293,7 @@ final class CacheManager {
         } else {
             alternativeNames[index] = nil
         }
-        let oldLink = old.flatMap { isLinkView($0) ? Link(libnl: $0, alternativeNames: previousNames) : nil }
+        let oldLink = old.flatMap { Link(libnl: $0, alternativeNames: previousNames) }
         let newLink = new.flatMap(link(from:))
         guard oldLink != nil || newLink != nil else { return }
         observer.cacheChanged(.link(old: oldLink, new: newLink))

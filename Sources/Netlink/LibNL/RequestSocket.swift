@@ -67,8 +67,8 @@ final class RequestSocket {
     /// A connected libnl socket in the calling thread's namespace: no automatic
     /// acknowledgements (a lookup's would be read as the next request's answer), no sequence
     /// check of libnl's (answers are matched to their requests here, several may be in
-    /// flight), and reads of at least 32 KiB, the most a dump datagram holds (libnl peeks at a
-    /// larger datagram's size first: a link with hundreds of alternative names).
+    /// flight), and reads of 32 KiB, the most a dump datagram holds (see ``withPeeking(_:)``
+    /// for the link messages that can be larger).
     private static func openSocket(receiveBuffer: Int) throws(NetlinkError) -> OpaquePointer {
         guard let socket = nl_socket_alloc() else { throw .noMemory }
         let rc = nl_connect(socket, NETLINK_ROUTE)
@@ -101,7 +101,9 @@ final class RequestSocket {
     /// KiB from the start, and one acknowledged no-op is read before any dump.
     private static func raiseDumpDatagramSize(of socket: OpaquePointer) throws(NetlinkError) {
         nl_socket_set_msg_buf_size(socket, 32 * 1024)
-        nl_socket_enable_msg_peek(socket)
+        // One read per datagram: peeking at each one's size first costs a lookup a third
+        // system call (lookups took 2.8x the bare-C floor with it; BENCHMARKS.md).
+        nl_socket_disable_msg_peek(socket)
         try nlCheck(nl_send_simple(socket, Int32(NLMSG_NOOP), NLM_F_ACK, nil, 0), "send netlink no-op")
         try nlCheck(nl_wait_for_ack(socket), "read netlink no-op acknowledgement")
     }
@@ -128,6 +130,15 @@ final class RequestSocket {
         return opened.value
     }
 
+    /// Runs `body` with libnl peeking at each datagram's size before it reads it, so that a
+    /// datagram larger than 32 KiB is read whole: a link message with hundreds of alternative
+    /// names, in link requests and dumps and in libnl's re-read of its link cache.
+    func withPeeking<T>(_ body: (OpaquePointer) throws(NetlinkError) -> T) throws(NetlinkError) -> T {
+        nl_socket_enable_msg_peek(handle)
+        defer { nl_socket_disable_msg_peek(handle) }
+        return try body(handle)
+    }
+
     // MARK: Sending and receiving
 
     /// Sends `message` (freeing it) and returns its sequence number.
@@ -137,9 +148,15 @@ final class RequestSocket {
         return nlmsg_hdr(message).pointee.nlmsg_seq
     }
 
-    /// A request of `type` with `header` as its payload.
+    /// A request of `type` with `header` as its payload, and room for its attributes.
     private func request<Header: BitwiseCopyable>(_ type: Int32, flags: Int32 = 0, header: Header) throws(NetlinkError) -> OpaquePointer {
-        guard let message = nlmsg_alloc_simple(type, flags) else { throw .noMemory }
+        // `nlmsg_alloc_simple` clears a page for every message: that was a third of a lookup's
+        // instructions, and a request needs a few hundred bytes (a name, two addresses).
+        guard let message = nlmsg_alloc_size(512) else { throw .noMemory }
+        guard nlmsg_put(message, UInt32(NL_AUTO_PORT), UInt32(NL_AUTO_SEQ), type, 0, flags | NLM_F_REQUEST) != nil else {
+            nlmsg_free(message)
+            throw .noMemory
+        }
         var header = header
         guard nlmsg_append(message, &header, MemoryLayout<Header>.size, Int32(NLMSG_ALIGNTO)) >= 0 else {
             nlmsg_free(message)
@@ -262,8 +279,10 @@ final class RequestSocket {
             let message = try request(Int32(RTM_GETLINK), flags: NLM_F_DUMP, header: ifinfomsg())
             nla_put_u32(message, Int32(IFLA_EXT_MASK), Self.linkExtensionMask)
             if let master { nla_put_u32(message, Int32(IFLA_MASTER), UInt32(bitPattern: master)) }
-            try dump(message, answer: Int32(RTM_NEWLINK), context: master == nil ? "link dump" : "dump of link \(master!)'s ports") { message in
-                if let link = Link(message: message), master == nil || link.masterIndex == master { links.append(link) }
+            try withPeeking { _ throws(NetlinkError) in
+                try dump(message, answer: Int32(RTM_NEWLINK), context: master == nil ? "link dump" : "dump of link \(master!)'s ports") { message in
+                    if let link = Link(message: message), master == nil || link.masterIndex == master { links.append(link) }
+                }
             }
         }
         return links.sorted { $0.index < $1.index }
@@ -310,6 +329,8 @@ final class RequestSocket {
         let sequence = try send(message, on: handle, context: context())
         var link: Link?
         var answered = false
+        nl_socket_enable_msg_peek(handle)
+        defer { nl_socket_disable_msg_peek(handle) }
         while !answered {
             try receive(on: handle, context: context()) { (answer) throws(NetlinkError) -> Reading in
                 switch answer {
