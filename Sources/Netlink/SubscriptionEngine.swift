@@ -819,6 +819,14 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
             filter.outputLinkIndex = nil
             current = try dumpDefaultRoutesOfLiveTable(filter: filter)
         }
+        // The same when the link is still there but its hop is already gone: a kept multipath
+        // route with hops through other links that the link's dump no longer shows.
+        if let index = filter.outputLinkIndex, state.defaultRoutes.contains(where: { key, route in
+            current[key] == nil && filter.matches(route) && route.nexthops.contains { $0.linkIndex != index }
+        }) {
+            filter.outputLinkIndex = nil
+            current = try dumpDefaultRoutesOfLiveTable(filter: filter)
+        }
         // A dump of every table reads the IPv4 tables of bucket 255 (ids 255 modulo 256: the
         // local table, 511, 767, ...) only when a policy rule names them (see
         // `RequestSocket.forEachDefaultRoute`); those the state keeps a default route of, told by
