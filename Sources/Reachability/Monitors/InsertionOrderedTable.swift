@@ -8,8 +8,7 @@
 /// random addresses, and with 10 000 monitors almost every visit waited for main memory, one
 /// after the other (the reference counting's atomic instructions keep the processor from
 /// overlapping them). Walked in insertion order, which is allocation order, the addresses
-/// mostly rise and the hardware prefetcher has them ready: one route change told to 10 000
-/// monitors took 7 to 11 ms in the engine instead of 13 to 23 (Benchmarks/HISTORY.md).
+/// mostly rise and the hardware prefetcher has them ready (BENCHMARKS.md, 10 000 monitors).
 ///
 /// A removed key leaves a hole, skipped while iterating; the holes are squeezed out, in order,
 /// once they are more than half of the slots.
