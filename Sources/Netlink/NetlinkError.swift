@@ -136,7 +136,8 @@ extension NetlinkError {
     public static let namespaceNotFound = NetlinkError(code: 1001)
     /// The file exists but is not a network namespace.
     public static let notANetworkNamespace = NetlinkError(code: 1002)
-    /// The namespace that a subscription watched was deleted (`ip netns del`).
+    /// The namespace that a subscription watched was deleted (`ip netns del`), or, for a
+    /// namespace given as `/proc/PID/ns/net`, that process exited.
     public static let namespaceDeleted = NetlinkError(code: 1003)
     /// The namespace name is empty, too long, or contains `/` or NUL, or is `.` or `..`.
     public static let invalidNamespaceName = NetlinkError(code: 1004)

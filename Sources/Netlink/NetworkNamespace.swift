@@ -60,6 +60,17 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     /// True for ``current``.
     public var isCurrent: Bool { path == nil }
 
+    /// The process whose namespace this is, for a path of the form `/proc/PID/ns/net` or
+    /// `/proc/PID/task/TID/ns/net` (the namespace ends for the library when that process exits,
+    /// as `/proc` then no longer shows it); nil otherwise.
+    var owningProcess: pid_t? {
+        guard let path else { return nil }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.first == "proc", parts.count >= 4, parts.suffix(2) == ["ns", "net"],
+              parts.count == 4 || (parts.count == 6 && parts[2] == "task") else { return nil }
+        return pid_t(parts[parts.count == 4 ? 1 : 3])
+    }
+
     public var description: String { name ?? path ?? "current" }
 
     /// Opens the namespace file and checks that it is a network namespace.

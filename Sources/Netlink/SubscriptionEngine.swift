@@ -41,6 +41,9 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     /// The watch of the namespace file's directory (the process's shared inotify instance),
     /// which sets `wake.namespaceFileTouched` and wakes the loop.
     private var namespaceFileWatch: DirectoryWatch.Token?
+    /// A descriptor of the process whose namespace this is (``NetworkNamespace/owningProcess``),
+    /// readable once it exits: the subscription then ends, as for a deleted named namespace.
+    private var processDescriptor: Int32 = -1
     /// A timer (timerfd) set for the soonest expiry of a kept default route: the kernel's
     /// lookups pass an expired route over without a message (see `expiryTimerFired`).
     private var expiryTimerDescriptor: Int32 = -1
@@ -224,6 +227,7 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
             }
             try NetworkNamespace.enter(home, description: "home")
             try watchNamespaceFile()
+            try watchNamespaceProcess()
             // A deletion between opening the namespace and watching its file sent no event.
             if namespaceWasDeleted() {
                 throw NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "namespace \(namespace)")
@@ -240,7 +244,7 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         guard expiryTimerDescriptor >= 0 else {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "timerfd_create")
         }
-        for fd in [wakeDescriptor, caches!.descriptor, expiryTimerDescriptor] where fd >= 0 {
+        for fd in [wakeDescriptor, caches!.descriptor, expiryTimerDescriptor, processDescriptor] where fd >= 0 {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
             event.data.fd = fd
@@ -284,6 +288,22 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         }
     }
 
+    /// Watches the process of a `/proc/PID/ns/net` namespace with a pidfd. The pidfd is opened
+    /// after the namespace was: if the process died in between and its id was reused, the
+    /// process's namespace now differs from the one entered, and the subscription ends at once.
+    private func watchNamespaceProcess() throws(NetlinkError) {
+        guard let pid = namespace.owningProcess else { return }
+        var failure: Int32 = 0
+        processDescriptor = cnetlink_pidfd_open(pid, &failure)
+        guard processDescriptor >= 0 else {
+            if failure == ESRCH { throw NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "process \(pid) of namespace \(namespace) exited") }
+            throw NetlinkError(code: NetlinkError.failure.code, systemErrno: failure, context: "pidfd_open \(pid), to follow namespace \(namespace)")
+        }
+        if namespaceWasDeleted() {
+            throw NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "process \(pid) of namespace \(namespace) exited")
+        }
+    }
+
     /// Takes what libnl's caches hold, and reads the rules, next-hop objects and default routes.
     private func readInitialState() throws(NetlinkError) {
         state.linkRevision = Self.nextLinkRevision()
@@ -324,6 +344,10 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
                     readNotifications()
                 } else if fd == expiryTimerDescriptor {
                     expiryTimerFired()
+                } else if fd == processDescriptor {
+                    ending = NetlinkError(code: NetlinkError.namespaceDeleted.code,
+                                          context: "process \(namespace.owningProcess ?? 0) of namespace \(namespace) exited")
+                    return
                 }
             }
             // Observers get what the kernel said first; the routes the kernel changed silently
@@ -498,6 +522,8 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         if let namespaceFileWatch { DirectoryWatch.shared.cancel(namespaceFileWatch) }
         namespaceFileWatch = nil
         if expiryTimerDescriptor >= 0 { close(expiryTimerDescriptor) }
+        if processDescriptor >= 0 { close(processDescriptor) }
+        processDescriptor = -1
         expiryTimerDescriptor = -1
         epollDescriptor = -1
     }

@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/vfs.h>
@@ -84,6 +85,15 @@ static inline int cnetlink_multipath_is_well_formed(const struct nlattr *attribu
         entry = RTNH_NEXT(entry);
     }
     return 1;
+}
+
+/// A descriptor of process `pid` that becomes readable when the process exits (pidfd_open(2),
+/// Linux 5.3+), or -1 with `errno` in `*saved_errno`. glibc 2.36 declares no wrapper in the
+/// headers Swift sees, and `syscall` is variadic, which Swift cannot call.
+static inline int cnetlink_pidfd_open(pid_t pid, int *saved_errno) {
+    long fd = syscall(SYS_pidfd_open, pid, 0);
+    *saved_errno = fd < 0 ? errno : 0;
+    return (int)fd;
 }
 
 /// glibc's declaration of setns(2), visible only under _GNU_SOURCE (see the top of this file).
