@@ -40,6 +40,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Opens subscriptions from 8 threads under a descriptor limit (ResourceLimitTests).
+        .executableTarget(name: "open-under-pressure", dependencies: ["Netlink"], path: "Tests/Tools/OpenUnderPressure"),
         // Test bed: uniquely named network namespaces that tests build and always delete.
         .target(name: "NetnsTestSupport", path: "Tests/NetnsTestSupport"),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport"]),

@@ -48,7 +48,7 @@ package final class DirectoryWatch: Sendable {
                        handler: @escaping @Sendable (_ directory: String, _ names: [String]) -> Void) throws(NetlinkError) -> Token {
         try state.withLock { (state) throws(NetlinkError) -> Token in
             if state.descriptor < 0 {
-                let descriptor = inotify_init1(Int32(IN_CLOEXEC))
+                let descriptor = DescriptorCreation.serialized { inotify_init1(Int32(IN_CLOEXEC)) }
                 guard descriptor >= 0 else {
                     throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "inotify_init1")
                 }

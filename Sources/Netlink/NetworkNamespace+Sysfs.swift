@@ -46,7 +46,7 @@ extension NetworkNamespace {
         let identity = try identity(of: target)
         let description = self.description
         let open: @Sendable () throws(NetlinkError) -> Int32 = { () throws(NetlinkError) -> Int32 in
-            let descriptor = Glibc.open("/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            let descriptor = DescriptorCreation.serialized { Glibc.open("/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             guard descriptor >= 0 else {
                 throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno,
                                    context: "open the sysfs view of \(description)")

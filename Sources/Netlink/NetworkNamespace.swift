@@ -78,9 +78,8 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     func openDescriptor() throws(NetlinkError) -> Int32 {
         let file = path ?? "/proc/thread-self/ns/net"
         // Non-blocking: a FIFO put where a namespace should be would wait for a writer forever.
-        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let (fd, code) = DescriptorCreation.serialized { (open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK), errno) }
         if fd < 0 {
-            let code = errno
             if code == EACCES || code == EPERM {
                 // File permissions, or for /proc/PID/ns/net the ptrace access check, refused it.
                 let needs = file.hasPrefix("/proc/") ? "CAP_SYS_PTRACE or the process's own user"

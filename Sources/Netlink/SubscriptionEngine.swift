@@ -209,7 +209,7 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     private func setUp(target: Int32) throws(NetlinkError) {
         if target >= 0 {
             defer { close(target) }
-            let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+            let home = DescriptorCreation.serialized { open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC) }
             guard home >= 0 else {
                 throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open own namespace")
             }
@@ -236,11 +236,11 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
             try openSockets()
         }
         try readInitialState()
-        epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
+        epollDescriptor = DescriptorCreation.serialized { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         guard epollDescriptor >= 0 else {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "epoll_create1")
         }
-        expiryTimerDescriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        expiryTimerDescriptor = DescriptorCreation.serialized { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
         guard expiryTimerDescriptor >= 0 else {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "timerfd_create")
         }
@@ -294,7 +294,7 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     private func watchNamespaceProcess() throws(NetlinkError) {
         guard let pid = namespace.owningProcess else { return }
         var failure: Int32 = 0
-        processDescriptor = cnetlink_pidfd_open(pid, &failure)
+        processDescriptor = DescriptorCreation.serialized { cnetlink_pidfd_open(pid, &failure) }
         guard processDescriptor >= 0 else {
             if failure == ESRCH { throw NetlinkError(code: NetlinkError.namespaceDeleted.code, context: "process \(pid) of namespace \(namespace) exited") }
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: failure, context: "pidfd_open \(pid), to follow namespace \(namespace)")
@@ -977,7 +977,7 @@ final class WakeSignal: Sendable {
     let namespaceFileTouched = Atomic<Bool>(false)
 
     init() throws(NetlinkError) {
-        descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        descriptor = DescriptorCreation.serialized { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) }
         if descriptor < 0 {
             throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "eventfd")
         }

@@ -44,6 +44,31 @@ struct ResourceLimitTests {
         }
     }
 
+    /// Eight threads open subscriptions of 50 namespaces under each descriptor limit: every one
+    /// opens or fails with a typed error, and the process ends normally (libnl 3.7 aborted it in
+    /// every such run before its cache managers were created under one lock).
+    @Test func concurrentOpensUnderDescriptorLimitsNeverAbort() throws {
+        let namespaces = try (0..<50).map { _ in try TestNamespace("press") }
+        defer { namespaces.forEach { $0.delete() } }
+        let tool = URL(fileURLWithPath: reachBinary).deletingLastPathComponent().appendingPathComponent("open-under-pressure").path
+        for limit in [20, 24, 32, 48, 64, 96, 128, 192, 256] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = ["--nofile=\(limit):\(limit)", tool] + namespaces.map(\.name)
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0,
+                    "limit \(limit): ended with \(process.terminationReason == .exit ? "status" : "signal") \(process.terminationStatus)")
+            let counts = printed.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+            #expect(counts.count == 2 && counts.reduce(0, +) == 8 * namespaces.count, "limit \(limit): \(printed)")
+            if limit == 256 { #expect(counts.first ?? 0 > 0, "some open at 256: \(printed)") }
+        }
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
     func noThreadToStartIsATypedError() throws {
         // One process for the user: the subscription's thread cannot start.

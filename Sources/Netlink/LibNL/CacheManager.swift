@@ -117,17 +117,12 @@ final class CacheManager {
     /// The descriptor to wait on: readable when notifications wait.
     var descriptor: Int32 { nl_socket_get_fd(socket) }
 
-    /// Guards every manager's creation in the process (see ``allocateManager(socket:)``).
-    private static let creation = Locked(())
-
     /// `nl_cache_mngr_alloc`, called only once two descriptors are free: libnl 3.7 frees its
     /// request socket twice when it cannot connect it, and aborts the process (`BUG()` in
-    /// `nl_cb_put`). Two descriptors are opened and closed under a lock that every manager's
-    /// creation in the process takes, so no other subscription's set-up takes them in
-    /// between; a thread outside the library that opens descriptors at that very moment still
-    /// could.
+    /// `nl_cb_put`). Two descriptors are opened and closed under ``DescriptorCreation``, which
+    /// every descriptor of the library is opened under, so none is taken in between.
     private static func allocateManager(socket: OpaquePointer) throws(NetlinkError) -> OpaquePointer {
-        try creation.withLock { _ throws(NetlinkError) -> OpaquePointer in
+        try DescriptorCreation.serialized { () throws(NetlinkError) -> OpaquePointer in
             let first = open("/dev/null", O_RDONLY | O_CLOEXEC)
             let firstError = errno
             let second = first >= 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1

@@ -39,7 +39,7 @@ final class RequestSocket {
         self.namespace = namespace
         var descriptor: Int32 = -1
         if !namespace.isCurrent {
-            descriptor = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+            descriptor = DescriptorCreation.serialized { open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC) }
             guard descriptor >= 0 else {
                 throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "open own namespace")
             }
@@ -71,7 +71,7 @@ final class RequestSocket {
     /// for the link messages that can be larger).
     private static func openSocket(receiveBuffer: Int) throws(NetlinkError) -> OpaquePointer {
         guard let socket = nl_socket_alloc() else { throw .noMemory }
-        let rc = nl_connect(socket, NETLINK_ROUTE)
+        let rc = DescriptorCreation.serialized { nl_connect(socket, NETLINK_ROUTE) }
         if rc < 0 {
             // libnl's code for a failed socket(2) is "unspecific": errno says why (EMFILE, ...).
             let reason = errno
