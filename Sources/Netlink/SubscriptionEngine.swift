@@ -386,7 +386,7 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
 
     /// A kept default route may have expired: the tables of the kept IPv6 default routes (the
     /// routes that expire) are read again, and a route read as expired is not kept (see
-    /// ``Route/remainingLifetime(message:)``). A route whose router advertised it again since
+    /// ``Route/parse(message:)``). A route whose router advertised it again since
     /// has a new lifetime, which sets the timer again.
     private func expiryTimerFired() {
         var count: UInt64 = 0
@@ -835,24 +835,23 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     /// equal to them, reporting the differences.
     private func reread(_ filter: RouteFilter) throws(NetlinkError) {
         var filter = filter
-        var current: [Route.Key: Route]
+        var dumped: [Route.Key: Route]?
         do {
-            current = try dumpDefaultRoutesOfLiveTable(filter: filter)
+            dumped = try dumpDefaultRoutesOfLiveTable(filter: filter)
         } catch where filter.outputLinkIndex != nil && error.systemErrno == ENODEV {
-            // The link went away meanwhile (only an IPv6 dump names it: the kernel filters
-            // those). Its single-path routes went with it, but an IPv6 multipath route loses only
-            // the link's hop (`fib6_ifdown`), so the table is read without the link.
-            filter.outputLinkIndex = nil
-            current = try dumpDefaultRoutesOfLiveTable(filter: filter)
+            dumped = nil
         }
-        // The same when the link is still there but its hop is already gone: a kept multipath
-        // route with hops through other links that the link's dump no longer shows.
-        if let index = filter.outputLinkIndex, state.defaultRoutes.contains(where: { key, route in
-            current[key] == nil && filter.matches(route) && route.nexthops.contains { $0.linkIndex != index }
+        // The link went away meanwhile (only an IPv6 dump names it: the kernel filters those),
+        // or its hop did: its single-path routes went with it, but an IPv6 multipath route loses
+        // only the link's hop (`fib6_ifdown`) and no longer shows in the link's dump. Then the
+        // table is read without the link.
+        if let index = filter.outputLinkIndex, dumped == nil || state.defaultRoutes.contains(where: { key, route in
+            dumped?[key] == nil && filter.matches(route) && route.nexthops.contains { $0.linkIndex != index }
         }) {
             filter.outputLinkIndex = nil
-            current = try dumpDefaultRoutesOfLiveTable(filter: filter)
+            dumped = try dumpDefaultRoutesOfLiveTable(filter: filter)
         }
+        var current = dumped ?? [:]
         // A dump of every table reads the IPv4 tables of bucket 255 (ids 255 modulo 256: the
         // local table, 511, 767, ...) only when a policy rule names them (see
         // `RequestSocket.forEachDefaultRoute`); those the state keeps a default route of, told by

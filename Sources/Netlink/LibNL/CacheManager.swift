@@ -74,10 +74,7 @@ final class CacheManager {
         manager = try Self.allocateManager(socket: socket)
         // libnl reads each datagram whole, however large (a link with hundreds of names).
         nl_socket_enable_msg_peek(socket)
-        let fd = nl_socket_get_fd(socket)
-        if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, Int32(clamping: receiveBufferSize)) != 0 {
-            _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, Int32(clamping: receiveBufferSize))
-        }
+        setReceiveBuffer(of: nl_socket_get_fd(socket), to: receiveBufferSize)
         for group in [RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE] {
             try nlCheck(nl_socket_add_membership(socket, Int32(group.rawValue)), "join group \(group.rawValue)")
         }
@@ -87,26 +84,10 @@ final class CacheManager {
         nl_socket_modify_cb(socket, NL_CB_MSG_IN, NL_CB_CUSTOM, { message, argument in
             Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue().messageArrived(message!)
         }, me)
-        linkCache = try add("route/link") { _, old, new, _, _, argument in
-            Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue().linkChanged(old: old, new: new)
-        }
-        addressCache = try add("route/addr") { _, old, new, _, _, argument in
-            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
-            manager.observer.cacheChanged(.address(old: old.flatMap(InterfaceAddress.init(libnl:)),
-                                                   new: new.flatMap(InterfaceAddress.init(libnl:))))
-        }
-        configurationCache = try add("route/netconf") { _, old, new, _, _, argument in
-            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
-            manager.observer.cacheChanged(.configuration(old: old.flatMap(InterfaceConfiguration.init(libnl:)),
-                                                         new: new.flatMap(InterfaceConfiguration.init(libnl:))))
-        }
-        if followsNeighbors {
-            neighborCache = try add("route/neigh") { _, old, new, _, _, argument in
-                let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
-                manager.observer.cacheChanged(.neighbor(old: old.flatMap(Neighbor.init(libnl:)),
-                                                        new: new.flatMap(Neighbor.init(libnl:))))
-            }
-        }
+        linkCache = try add("route/link")
+        addressCache = try add("route/addr")
+        configurationCache = try add("route/netconf")
+        if followsNeighbors { neighborCache = try add("route/neigh") }
     }
 
     deinit {
@@ -142,11 +123,14 @@ final class CacheManager {
         }
     }
 
-    /// Adds the cache of libnl's kind `name` with `callback` as its v2 change callback.
-    private func add(_ name: String, _ callback: change_func_v2_t) throws(NetlinkError) -> OpaquePointer {
+    /// Adds the cache of libnl's kind `name`, with ``objectChanged(in:old:new:)`` as its v2 change
+    /// callback (libnl calls it only once the cache is added: not for the initial fill).
+    private func add(_ name: String) throws(NetlinkError) -> OpaquePointer {
         var cache: OpaquePointer?
         try nlCheck(nl_cache_alloc_name(name, &cache), "allocate \(name) cache")
-        let rc = nl_cache_mngr_add_cache_v2(manager, cache, callback, Unmanaged.passUnretained(self).toOpaque())
+        let rc = nl_cache_mngr_add_cache_v2(manager, cache, { cache, old, new, _, _, argument in
+            Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue().objectChanged(in: cache, old: old, new: new)
+        }, Unmanaged.passUnretained(self).toOpaque())
         if rc < 0 {
             nl_cache_free(cache)
             throw NetlinkError(libnlCode: rc, context: "add \(name) cache")
@@ -173,64 +157,43 @@ final class CacheManager {
         pendingNames = nil
         let previousNames = self.alternativeNames
         self.alternativeNames = alternativeNames
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        try nlCheck(nl_cache_resync(socket, linkCache, { _, object, action, argument in
-            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
-            if action == NL_ACT_DEL { manager.linkChanged(old: object, new: nil) } else { manager.linkChanged(old: nil, new: object) }
-        }, me), "re-read links")
-        // A link whose only change is its alternative names is no change to libnl.
-        for link in links() where previousNames[link.index] != link.alternativeNames {
-            observer.cacheChanged(.link(old: nil, new: link))
-        }
-        try nlCheck(nl_cache_resync(socket, addressCache, { _, object, action, argument in
-            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
-            let address = object.flatMap(InterfaceAddress.init(libnl:))
-            manager.observer.cacheChanged(action == NL_ACT_DEL ? .address(old: address, new: nil) : .address(old: nil, new: address))
-        }, me), "re-read addresses")
-        try nlCheck(nl_cache_resync(socket, configurationCache, { _, object, action, argument in
-            let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
-            let configuration = object.flatMap(InterfaceConfiguration.init(libnl:))
-            manager.observer.cacheChanged(action == NL_ACT_DEL ? .configuration(old: configuration, new: nil)
-                                          : .configuration(old: nil, new: configuration))
-        }, me), "re-read netconf")
-        if let neighborCache {
-            try nlCheck(nl_cache_resync(socket, neighborCache, { _, object, action, argument in
+        for (cache, name) in [(linkCache, "links"), (addressCache, "addresses"), (configurationCache, "netconf"),
+                              (neighborCache, "neighbours")] {
+            guard let cache else { continue }
+            try nlCheck(nl_cache_resync(socket, cache, { cache, object, action, argument in
                 let manager = Unmanaged<CacheManager>.fromOpaque(argument!).takeUnretainedValue()
-                let neighbor = object.flatMap(Neighbor.init(libnl:))
-                manager.observer.cacheChanged(action == NL_ACT_DEL ? .neighbor(old: neighbor, new: nil) : .neighbor(old: nil, new: neighbor))
-            }, me), "re-read neighbours")
+                let gone = action == NL_ACT_DEL
+                manager.objectChanged(in: cache, old: gone ? object : nil, new: gone ? nil : object)
+            }, Unmanaged.passUnretained(self).toOpaque()), "re-read \(name)")
+            // A link whose only change is its alternative names is no change to libnl.
+            if cache == linkCache {
+                for link in links() where previousNames[link.index] != link.alternativeNames {
+                    observer.cacheChanged(.link(old: nil, new: link))
+                }
+            }
         }
     }
 
     // MARK: What the caches hold
 
     /// The links the link cache holds, with their alternative names.
-    func links() -> [Link] {
-        var links: [Link] = []
-        forEachObject(in: linkCache!) { if let link = link(from: $0) { links.append(link) } }
-        return links
-    }
+    func links() -> [Link] { values(of: linkCache, link(from:)) }
 
     /// The addresses the address cache holds.
-    func addresses() -> [InterfaceAddress] {
-        var addresses: [InterfaceAddress] = []
-        forEachObject(in: addressCache!) { if let address = InterfaceAddress(libnl: $0) { addresses.append(address) } }
-        return addresses
-    }
+    func addresses() -> [InterfaceAddress] { values(of: addressCache, InterfaceAddress.init(libnl:)) }
 
     /// The IP configurations the netconf cache holds.
-    func configurations() -> [InterfaceConfiguration] {
-        var configurations: [InterfaceConfiguration] = []
-        forEachObject(in: configurationCache!) { if let value = InterfaceConfiguration(libnl: $0) { configurations.append(value) } }
-        return configurations
-    }
+    func configurations() -> [InterfaceConfiguration] { values(of: configurationCache, InterfaceConfiguration.init(libnl:)) }
 
     /// The neighbours the neighbour cache holds (none unless asked for).
-    func neighbors() -> [Neighbor] {
-        guard let neighborCache else { return [] }
-        var neighbors: [Neighbor] = []
-        forEachObject(in: neighborCache) { if let neighbor = Neighbor(libnl: $0) { neighbors.append(neighbor) } }
-        return neighbors
+    func neighbors() -> [Neighbor] { values(of: neighborCache, Neighbor.init(libnl:)) }
+
+    /// The objects of `cache` that `convert` makes values of, in cache order.
+    private func values<Value>(of cache: OpaquePointer?, _ convert: (OpaquePointer) -> Value?) -> [Value] {
+        guard let cache else { return [] }
+        var values: [Value] = []
+        forEachObject(in: cache) { if let value = convert($0) { values.append(value) } }
+        return values
     }
 
     /// Takes the links' alternative names, read at start-up after the link cache was filled
@@ -253,16 +216,14 @@ final class CacheManager {
         let type = Int32(header.pointee.nlmsg_type)
         switch type {
         case Int32(RTM_NEWLINK):
-            if Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + MemoryLayout<ifinfomsg>.size,
-               nlmsg_data(header)!.loadUnaligned(as: ifinfomsg.self).ifi_family == AF_UNSPEC,
-               let names = Link.alternativeNames(message: header) {
-                pendingNames = (nlmsg_data(header)!.loadUnaligned(as: ifinfomsg.self).ifi_index, names)
+            if let link = Link.header(of: header), link.ifi_family == AF_UNSPEC, let names = Link.alternativeNames(message: header) {
+                pendingNames = (link.ifi_index, names)
             }
             return Int32(NL_OK.rawValue)
         case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
-            if let route = Route(message: header) {
+            if let (route, remainingLifetime) = Route.parse(message: header) {
                 observer.uncachedMessage(.route(route, deleted: type == RTM_DELROUTE, flags: Int32(header.pointee.nlmsg_flags),
-                                                remainingLifetime: Route.remainingLifetime(message: header)))
+                                                remainingLifetime: remainingLifetime))
             }
         case Int32(RTM_NEWRULE), Int32(RTM_DELRULE):
             if let rule = PolicyRule(message: message) { observer.uncachedMessage(.rule(rule.family)) }
@@ -274,7 +235,22 @@ final class CacheManager {
         return Int32(NL_SKIP.rawValue)
     }
 
-    /// A link object came, changed or went (libnl's change callback, or a re-read's).
+    /// An object of `cache` came (`old` nil), changed or went (`new` nil): libnl's change
+    /// callback, or a re-read's, which gives no old object for a change.
+    private func objectChanged(in cache: OpaquePointer?, old: OpaquePointer?, new: OpaquePointer?) {
+        if cache == linkCache {
+            linkChanged(old: old, new: new)
+        } else if cache == addressCache {
+            observer.cacheChanged(.address(old: old.flatMap(InterfaceAddress.init(libnl:)), new: new.flatMap(InterfaceAddress.init(libnl:))))
+        } else if cache == configurationCache {
+            observer.cacheChanged(.configuration(old: old.flatMap(InterfaceConfiguration.init(libnl:)),
+                                                 new: new.flatMap(InterfaceConfiguration.init(libnl:))))
+        } else if cache == neighborCache {
+            observer.cacheChanged(.neighbor(old: old.flatMap(Neighbor.init(libnl:)), new: new.flatMap(Neighbor.init(libnl:))))
+        }
+    }
+
+    /// A link object came, changed or went.
     private func linkChanged(old: OpaquePointer?, new: OpaquePointer?) {
         // A bridge port's `AF_BRIDGE` view comes and goes as the port joins and leaves.
         guard let object = new ?? old, isLinkView(object) else { return }

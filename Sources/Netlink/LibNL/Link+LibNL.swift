@@ -8,9 +8,7 @@ extension Link {
     /// libnl 3.7 does not read alternative names: they are read from the same message with its
     /// attribute parser (``alternativeNames(message:)``).
     init?(message: OpaquePointer) {
-        guard let header = nlmsg_hdr(message),
-              Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + MemoryLayout<ifinfomsg>.size,
-              nlmsg_data(header)!.loadUnaligned(as: ifinfomsg.self).ifi_family == AF_UNSPEC,
+        guard let header = nlmsg_hdr(message), let family = Self.header(of: header)?.ifi_family, family == AF_UNSPEC,
               let names = Self.alternativeNames(message: header),
               let link = withParsedObject(message, { Link(libnl: $0, alternativeNames: names) })
         else { return nil }
@@ -55,6 +53,12 @@ extension Link {
             linkNamespaceID: hasNamespaceID ? namespaceID : nil,
             group: rtnl_link_get_group(link),
             alternativeNames: alternativeNames)
+    }
+
+    /// The family header (`ifinfomsg`) of a link message; nil for one too short to hold it.
+    static func header(of message: UnsafeMutablePointer<nlmsghdr>) -> ifinfomsg? {
+        guard Int(message.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + MemoryLayout<ifinfomsg>.size else { return nil }
+        return nlmsg_data(message)!.loadUnaligned(as: ifinfomsg.self)
     }
 
     /// The alternative names of a link message (`IFLA_ALT_IFNAME` entries of `IFLA_PROP_LIST`),

@@ -54,8 +54,7 @@ final class RequestSocket {
         }
         handle = socket
         namespaceDescriptor = descriptor
-        strictChecking = cnetlink_setsockopt_int(nl_socket_get_fd(socket), cnetlink_sol_netlink(),
-                                                 cnetlink_netlink_get_strict_chk(), 0) == 0
+        strictChecking = Self.setStrictChecking(of: socket, false)
     }
 
     deinit {
@@ -80,10 +79,7 @@ final class RequestSocket {
         }
         nl_socket_disable_auto_ack(socket)
         nl_socket_disable_seq_check(socket)
-        let fd = nl_socket_get_fd(socket)
-        if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, Int32(receiveBuffer)) != 0 {
-            _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, Int32(receiveBuffer))
-        }
+        setReceiveBuffer(of: nl_socket_get_fd(socket), to: receiveBuffer)
         do {
             try raiseDumpDatagramSize(of: socket)
         } catch {
@@ -124,7 +120,7 @@ final class RequestSocket {
         }
         // Strict checking, so that the kernel dumps only the table asked for (or refuses a
         // table that does not exist); without it (before Linux 4.20) every table is read.
-        _ = cnetlink_setsockopt_int(nl_socket_get_fd(opened.value), cnetlink_sol_netlink(), cnetlink_netlink_get_strict_chk(), 1)
+        Self.setStrictChecking(of: opened.value, true)
         dumpSocket = opened.value
         dumpSocketsOpened += 1
         return opened.value
@@ -275,24 +271,36 @@ final class RequestSocket {
     /// index, asked again while a change interrupts the dump.
     func links(master: Int32? = nil) throws(NetlinkError) -> [Link] {
         var links: [Link] = []
-        try repeatingInterruptedDumps(restart: { links.removeAll() }) { () throws(NetlinkError) in
-            let message = try request(Int32(RTM_GETLINK), flags: NLM_F_DUMP, header: ifinfomsg())
-            nla_put_u32(message, Int32(IFLA_EXT_MASK), Self.linkExtensionMask)
-            if let master { nla_put_u32(message, Int32(IFLA_MASTER), UInt32(bitPattern: master)) }
-            try withPeeking { _ throws(NetlinkError) in
-                try dump(message, answer: Int32(RTM_NEWLINK), context: master == nil ? "link dump" : "dump of link \(master!)'s ports") { message in
-                    if let link = Link(message: message), master == nil || link.masterIndex == master { links.append(link) }
-                }
-            }
+        try forEachLinkMessage(master: master, restart: { links.removeAll() }) { message in
+            if let link = Link(message: message), master == nil || link.masterIndex == master { links.append(link) }
         }
         return links.sorted { $0.index < $1.index }
     }
 
+    /// Dumps the links, or the ports of link `master`, and hands `body` each link message;
+    /// asked again, after `restart`, while a change interrupts the dump.
+    private func forEachLinkMessage(master: Int32? = nil, restart: () -> Void,
+                                    _ body: (OpaquePointer) -> Void) throws(NetlinkError) {
+        try repeatingInterruptedDumps(restart: restart) { () throws(NetlinkError) in
+            let message = try request(Int32(RTM_GETLINK), flags: NLM_F_DUMP, header: ifinfomsg())
+            nla_put_u32(message, Int32(IFLA_EXT_MASK), Self.linkExtensionMask)
+            if let master { nla_put_u32(message, Int32(IFLA_MASTER), UInt32(bitPattern: master)) }
+            try withPeeking { _ throws(NetlinkError) in
+                try dump(message, answer: Int32(RTM_NEWLINK), context: master == nil ? "link dump" : "dump of link \(master!)'s ports") { body($0) }
+            }
+        }
+    }
+
     /// The alternative names of every link that has some, by index: what libnl 3.7's link
-    /// cache does not hold (see ``CacheManager``).
+    /// cache does not hold (see ``CacheManager``). Only the names are read: libnl's cache holds
+    /// the rest, and its parse of every link message is not done a second time.
     func alternativeNames() throws(NetlinkError) -> [Int32: [String]] {
         var names: [Int32: [String]] = [:]
-        for link in try links() where !link.alternativeNames.isEmpty { names[link.index] = link.alternativeNames }
+        try forEachLinkMessage(restart: { names.removeAll() }) { message in
+            guard let header = nlmsg_hdr(message), let link = Link.header(of: header), link.ifi_family == AF_UNSPEC,
+                  let found = Link.alternativeNames(message: header), !found.isEmpty else { return }
+            names[link.ifi_index] = found
+        }
         return names
     }
 
@@ -478,9 +486,7 @@ final class RequestSocket {
     /// kernel applies the table, type, protocol and output link itself; the filter is applied
     /// here as well.
     private func dumpRoutes(family: AddressFamily, filter: RouteFilter, _ body: (Route) -> Void) throws(NetlinkError) {
-        let request = (strictChecking ? filter : RouteFilter()).dumpRequest(family: family)
-        let message = try self.request(Int32(RTM_GETROUTE), flags: NLM_F_DUMP, header: request.header)
-        for attribute in request.attributes { nla_put_u32(message, Int32(attribute.type), attribute.value) }
+        let message = try routeDumpRequest(strictChecking ? filter : RouteFilter(), family: family)
         try withStrictChecking { () throws(NetlinkError) in
             try dump(message, answer: Int32(RTM_NEWROUTE), context: "route dump") { message in
                 if let route = Route(message: nlmsg_hdr(message)), filter.admits(route) { body(route) }
@@ -492,10 +498,25 @@ final class RequestSocket {
     /// libnl's own cache requests (an address dump with a bare `rtgenmsg` header) fail under it.
     private func withStrictChecking<T>(_ body: () throws(NetlinkError) -> T) throws(NetlinkError) -> T {
         guard strictChecking else { return try body() }
-        let fd = nl_socket_get_fd(handle)
-        _ = cnetlink_setsockopt_int(fd, cnetlink_sol_netlink(), cnetlink_netlink_get_strict_chk(), 1)
-        defer { _ = cnetlink_setsockopt_int(fd, cnetlink_sol_netlink(), cnetlink_netlink_get_strict_chk(), 0) }
+        Self.setStrictChecking(of: handle, true)
+        defer { Self.setStrictChecking(of: handle, false) }
         return try body()
+    }
+
+    /// Turns the kernel's strict checking of requests on `socket` on or off
+    /// (`NETLINK_GET_STRICT_CHK`, Linux 4.20+). Returns whether the kernel knows it.
+    @discardableResult
+    private static func setStrictChecking(of socket: OpaquePointer, _ on: Bool) -> Bool {
+        cnetlink_setsockopt_int(nl_socket_get_fd(socket), cnetlink_sol_netlink(), cnetlink_netlink_get_strict_chk(), on ? 1 : 0) == 0
+    }
+
+    /// A dump request for the routes of `family` with the filters the kernel applies (see
+    /// ``RouteFilter/dumpRequest(family:)``).
+    private func routeDumpRequest(_ filter: RouteFilter, family: AddressFamily) throws(NetlinkError) -> OpaquePointer {
+        let request = filter.dumpRequest(family: family)
+        let message = try self.request(Int32(RTM_GETROUTE), flags: NLM_F_DUMP, header: request.header)
+        for attribute in request.attributes { nla_put_u32(message, Int32(attribute.type), attribute.value) }
+        return message
     }
 
     /// Streams the default routes of `family` that `filter` selects.
@@ -522,9 +543,7 @@ final class RequestSocket {
         let socket = family == .ipv4 ? try ipv4DumpSocket() : handle
         let requested = family == .ipv4 ? RouteFilter(family: family, table: filter.table) : filter
         let stopTable = (namedTable ?? .main).rawValue
-        let request = requested.dumpRequest(family: family)
-        let message = try self.request(Int32(RTM_GETROUTE), flags: NLM_F_DUMP, header: request.header)
-        for attribute in request.attributes { nla_put_u32(message, Int32(attribute.type), attribute.value) }
+        let message = try routeDumpRequest(requested, family: family)
         let sequence = try send(message, on: socket, context: "default route dump")
         var stopped = false
         func dumped() throws(NetlinkError) -> (interrupted: Bool, ended: Bool) {
@@ -535,8 +554,8 @@ final class RequestSocket {
                     guard header.pointee.nlmsg_seq == sequence, Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return .next }
                     switch Self.classify(header, family: family, stopTable: stopTable) {
                     case .defaultRoute:
-                        if let route = Route(message: header), filter.admits(route) {
-                            if let lifetime = Route.remainingLifetime(message: header) {
+                        if let (route, remainingLifetime) = Route.parse(message: header), filter.admits(route) {
+                            if let lifetime = remainingLifetime {
                                 // Expired: the kernel's lookups pass it over; its deletion comes later.
                                 guard lifetime > .zero else { return .next }
                                 self.soonestExpiry.keepEarliest(.now + lifetime)
@@ -749,6 +768,15 @@ func repeatingInterruptedDumps(restart: () -> Void, _ dump: () throws(NetlinkErr
             attempts += 1
             restart()
         }
+    }
+}
+
+/// Gives the socket `fd` a receive buffer of `size` bytes: with `SO_RCVBUFFORCE`, which needs
+/// `CAP_NET_ADMIN` and may exceed `net.core.rmem_max`, else quietly with `SO_RCVBUF`, which the
+/// kernel caps at `rmem_max`.
+func setReceiveBuffer(of fd: Int32, to size: Int) {
+    if cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUFFORCE, Int32(clamping: size)) != 0 {
+        _ = cnetlink_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, Int32(clamping: size))
     }
 }
 

@@ -10,30 +10,30 @@ extension Route {
     /// attribute parser. A multipath list with an entry shorter than its header is refused
     /// before libnl sees it (see `cnetlink_multipath_is_well_formed`).
     init?(message: UnsafeMutablePointer<nlmsghdr>) {
+        guard let route = Self.parse(message: message)?.route else { return nil }
+        self = route
+    }
+
+    /// Parses a route message as ``init(message:)`` does, with how long the route has left
+    /// (`rta_expires` of its `RTA_CACHEINFO`, in the kernel's clock ticks of a hundredth of a
+    /// second), read from the same parse of its attributes: nil for a route that does not
+    /// expire; zero or less for one that has expired, which the kernel's lookups pass over
+    /// (`fib6_check_expired`) until its garbage collection deletes it, up to
+    /// `net.ipv6.route.gc_interval` (30 s) later, with a message only then. IPv6 routes learned
+    /// from router advertisements expire with the router's lifetime.
+    static func parse(message: UnsafeMutablePointer<nlmsghdr>) -> (route: Route, remainingLifetime: Duration?)? {
         guard let extras = AttributeTable(message: message, headerSize: MemoryLayout<rtmsg>.size,
-                                          policy: Self.extraAttributes),
+                                          policy: extraAttributes),
               extras[RTA_MULTIPATH.rawValue].map({ cnetlink_multipath_is_well_formed($0) != 0 }) ?? true
         else { return nil }
         var parsed: OpaquePointer?
         guard rtnl_route_parse(message, &parsed) >= 0, let parsed else { return nil }
         defer { rtnl_route_put(parsed) }
-        self.init(libnl: parsed, isMultipath: extras[RTA_MULTIPATH.rawValue] != nil,
-                  preference: extras.u8(RTA_PREF.rawValue).map(RoutePreference.init(rawValue:)),
-                  nexthopID: extras.u32(RTA_NH_ID.rawValue))
-    }
-
-    /// How long the route in `message` has left (`rta_expires` of its `RTA_CACHEINFO`, in the
-    /// kernel's clock ticks of a hundredth of a second): nil for a route that does not expire;
-    /// zero or less for one that has expired, which the kernel's lookups pass over
-    /// (`fib6_check_expired`) until its garbage collection deletes it, up to
-    /// `net.ipv6.route.gc_interval` (30 s) later, with a message only then. IPv6 routes learned
-    /// from router advertisements expire with the router's lifetime.
-    static func remainingLifetime(message: UnsafeMutablePointer<nlmsghdr>) -> Duration? {
-        guard let attributes = AttributeTable(message: message, headerSize: MemoryLayout<rtmsg>.size,
-                                              policy: extraAttributes),
-              let info = attributes.bytes(RTA_CACHEINFO.rawValue) else { return nil }
-        let ticks = info.loadUnaligned(as: rta_cacheinfo.self).rta_expires
-        return ticks == 0 ? nil : .milliseconds(Int64(ticks) * 10)
+        guard let route = Route(libnl: parsed, isMultipath: extras[RTA_MULTIPATH.rawValue] != nil,
+                                preference: extras.u8(RTA_PREF.rawValue).map(RoutePreference.init(rawValue:)),
+                                nexthopID: extras.u32(RTA_NH_ID.rawValue)) else { return nil }
+        let ticks = extras.bytes(RTA_CACHEINFO.rawValue)?.loadUnaligned(as: rta_cacheinfo.self).rta_expires ?? 0
+        return (route, ticks == 0 ? nil : .milliseconds(Int64(ticks) * 10))
     }
 
     /// The route attributes read beside libnl's route parser.
