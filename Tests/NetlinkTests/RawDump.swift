@@ -86,6 +86,17 @@ func parsingMessage<T>(type: UInt16, payload: UnsafeRawBufferPointer,
     return parse(header)
 }
 
+/// Runs `parse` on a libnl message (`nl_msg`) of `type` whose payload is `payload`, as libnl's
+/// parsers take one.
+func parsingLibNLMessage<T>(type: UInt16, payload: UnsafeRawBufferPointer, _ parse: (OpaquePointer) -> T?) -> T? {
+    parsingMessage(type: type, payload: payload) { header in
+        guard let message = nlmsg_convert(header) else { return nil }
+        defer { nlmsg_free(message) }
+        nlmsg_set_proto(message, NETLINK_ROUTE)
+        return parse(message)
+    }
+}
+
 // The message kinds the tests build from their payloads, parsed as the library parses the
 // kernel's (`RTM_NEWROUTE` 24, `RTM_NEWLINK` 16, `RTM_NEWADDR` 20, `RTM_NEWRULE` 32,
 // `RTM_NEWNEXTHOP` 104).
@@ -98,14 +109,14 @@ extension Route {
 
 extension Link {
     init?(payload: UnsafeRawBufferPointer) {
-        guard let link = parsingMessage(type: 16, payload: payload, { Link(message: UnsafePointer($0)) }) else { return nil }
+        guard let link = parsingLibNLMessage(type: 16, payload: payload, { Link(message: $0) }) else { return nil }
         self = link
     }
 }
 
 extension InterfaceAddress {
     init?(payload: UnsafeRawBufferPointer) {
-        guard let address = parsingMessage(type: 20, payload: payload, { InterfaceAddress(message: UnsafePointer($0)) })
+        guard let address = parsingLibNLMessage(type: 20, payload: payload, { InterfaceAddress(message: $0) })
         else { return nil }
         self = address
     }
@@ -113,7 +124,7 @@ extension InterfaceAddress {
 
 extension PolicyRule {
     init?(payload: UnsafeRawBufferPointer) {
-        guard let rule = parsingMessage(type: 32, payload: payload, { PolicyRule(message: UnsafePointer($0)) }) else { return nil }
+        guard let rule = parsingLibNLMessage(type: 32, payload: payload, { PolicyRule(message: $0) }) else { return nil }
         self = rule
     }
 }

@@ -8,12 +8,6 @@ extension InterfaceAddress {
         self = address
     }
 
-    /// Parses an address message read from a datagram (see ``init(message:)-(OpaquePointer)``).
-    package init?(message header: UnsafePointer<nlmsghdr>) {
-        guard let address = withLibNLMessage(copying: header, { InterfaceAddress(message: $0) }) else { return nil }
-        self = address
-    }
-
     /// An address from a libnl `rtnl_addr`; nil for families other than IPv4 and IPv6.
     ///
     /// libnl's rules apply: the flags of `IFA_FLAGS` when present, else the header's;

@@ -18,15 +18,6 @@ func withParsedObject<T>(_ message: OpaquePointer, _ body: (OpaquePointer) -> T?
     return rc >= 0 ? body(object) : nil
 }
 
-/// Runs `body` with a libnl message (`nl_msg`) that holds a copy of `header`'s message, for
-/// libnl's parsers: a message read from a datagram rather than through a libnl socket.
-func withLibNLMessage<T>(copying header: UnsafePointer<nlmsghdr>, _ body: (OpaquePointer) -> T?) -> T? {
-    guard let message = nlmsg_convert(UnsafeMutablePointer(mutating: header)) else { return nil }
-    defer { nlmsg_free(message) }
-    nlmsg_set_proto(message, NETLINK_ROUTE)
-    return body(message)
-}
-
 /// Where `nl_msg_parse`'s callback leaves the object it was given.
 private final class ParsedObjectBox {
     var object: OpaquePointer?

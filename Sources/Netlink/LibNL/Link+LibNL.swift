@@ -15,12 +15,6 @@ extension Link {
         self = link
     }
 
-    /// Parses a link message read from a datagram (see ``init(message:)-(OpaquePointer)``).
-    package init?(message header: UnsafePointer<nlmsghdr>) {
-        guard let link = withLibNLMessage(copying: header, { Link(message: $0) }) else { return nil }
-        self = link
-    }
-
     /// A link from a libnl `rtnl_link` read from a message of family `AF_UNSPEC` (libnl gives
     /// a bridge's own link the family `AF_BRIDGE`, after its kind), with the alternative names
     /// its message carried; nil for a link without a name.

@@ -39,12 +39,6 @@ extension PolicyRule {
         }
     }
 
-    /// Parses a rule message read from a datagram (see ``init(message:)-(OpaquePointer)``).
-    init?(message header: UnsafePointer<nlmsghdr>) {
-        guard let rule = withLibNLMessage(copying: header, { PolicyRule(message: $0) }) else { return nil }
-        self = rule
-    }
-
     /// A rule from a libnl `rtnl_rule`: what libnl models of it.
     init?(libnl rule: OpaquePointer) {
         guard let family = AddressFamily(kernel: rtnl_rule_get_family(rule)) else { return nil }
