@@ -20,19 +20,19 @@ struct LinkFlushRuleTests {
     }
 
     @Test func anIPv4RouteWhoseEveryHopIsOnADownLinkIsFlushed() {
-        #expect(SubscriptionEngine.isFlushedWithItsLinks(Self.route(hops: [3]), links: Self.links))
-        #expect(SubscriptionEngine.isFlushedWithItsLinks(Self.route(hops: [3, 4]), links: Self.links))
+        #expect(KernelStateModel.isFlushedWithItsLinks(Self.route(hops: [3]), links: Self.links))
+        #expect(KernelStateModel.isFlushedWithItsLinks(Self.route(hops: [3, 4]), links: Self.links))
     }
 
     @Test func aRouteWithAHopOnALinkThatIsUpStays() {
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(Self.route(hops: [2]), links: Self.links))
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(Self.route(hops: [3, 2]), links: Self.links))
+        #expect(!KernelStateModel.isFlushedWithItsLinks(Self.route(hops: [2]), links: Self.links))
+        #expect(!KernelStateModel.isFlushedWithItsLinks(Self.route(hops: [3, 2]), links: Self.links))
     }
 
     @Test func ipv6RoutesUnknownLinksAndRoutesWithoutHopsAreNotJudged() {
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(Self.route(.ipv6, hops: [3]), links: Self.links))
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(Self.route(hops: [9]), links: Self.links))
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(Self.route(hops: [nil]), links: Self.links))
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(Self.route(type: .blackhole, hops: []), links: Self.links))
+        #expect(!KernelStateModel.isFlushedWithItsLinks(Self.route(.ipv6, hops: [3]), links: Self.links))
+        #expect(!KernelStateModel.isFlushedWithItsLinks(Self.route(hops: [9]), links: Self.links))
+        #expect(!KernelStateModel.isFlushedWithItsLinks(Self.route(hops: [nil]), links: Self.links))
+        #expect(!KernelStateModel.isFlushedWithItsLinks(Self.route(type: .blackhole, hops: []), links: Self.links))
     }
 }

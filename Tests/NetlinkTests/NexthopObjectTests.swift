@@ -135,11 +135,11 @@ struct NexthopObjectTests {
             4: Link(index: 4, name: "up", arphrdType: .ether, flags: [.up, .running, .lowerUp], operState: .up, mtu: 1500),
         ]
         var v6 = Route(family: .ipv6, destination: IPNetwork("::/0")!, nexthops: [Nexthop(linkIndex: 3)], nexthopID: 6)
-        #expect(SubscriptionEngine.isFlushedWithItsLinks(v6, links: links))
+        #expect(KernelStateModel.isFlushedWithItsLinks(v6, links: links))
         v6.nexthops.append(Nexthop(linkIndex: 4))
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(v6, links: links), "the group keeps its member on a live link")
+        #expect(!KernelStateModel.isFlushedWithItsLinks(v6, links: links), "the group keeps its member on a live link")
         let own = Route(family: .ipv4, destination: IPNetwork("0.0.0.0/0")!, nexthops: [Nexthop(linkIndex: 3)])
-        #expect(!SubscriptionEngine.isFlushedWithItsLinks(own, links: links), "a route's own next hop only turns linkdown")
+        #expect(!KernelStateModel.isFlushedWithItsLinks(own, links: links), "a route's own next hop only turns linkdown")
     }
 }
 
