@@ -52,8 +52,7 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     private var namespaceIdentity: NetworkNamespace.Identity?
     /// The kernel state and the rules that change it; this class only reads and writes.
     private var model = KernelStateModel(state: NetworkState(), nexthopObjects: [:])
-    /// Messages seen since the loop last woke up for the notification socket (see
-    /// `messageArrives`).
+    /// Messages seen in the current read of notifications (see `publishFirstMessage`).
     private var messagesSinceWake = 0
     /// A batch of this wake-up went out unsettled: a re-read was marked (see `flush`).
     private var unsettledPublished = false
@@ -323,7 +322,6 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
                     }
                     publisher.deliverOnSubscriptionThread()
                 } else if fd == netlinkDescriptor {
-                    messagesSinceWake = 0
                     readNotifications()
                 } else if fd == expiryTimerDescriptor {
                     expiryTimerFired()
@@ -383,7 +381,10 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     /// `ENOBUFS` (notifications dropped) as `-NLE_NOMEM`, which starts a re-read as an
     /// overflow; any other failure is reported with a re-read too.
     private func readNotifications() {
+        messagesSinceWake = 0
         let rc = caches!.read()
+        // What changes outside a read of notifications (a re-read's differences) is one batch.
+        messagesSinceWake = 0
         guard rc < 0 else { return }
         if rc == -Int32(NLE_NOMEM) {
             resynchronize(reason: .overflow)
@@ -394,22 +395,29 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
 
     // MARK: What libnl tells
 
-    /// Publishes the change of the first message after a wake-up at once, before the next
-    /// message is handled. When the kernel sends a burst (a link going down brings its route and
-    /// address removals and the peer's change, all queued before anyone reads), the first line
-    /// of the story reaches observers one parse earlier; the rest of the burst is still
-    /// published as one batch, so a storm costs one extra publication per wake-up.
+    /// Counts the messages of a read (see `publishFirstMessage`).
     func messageArrives() {
         messagesSinceWake += 1
-        if messagesSinceWake == 2 { flush() }
     }
 
     func cacheChanged(_ change: CacheChange) {
         model.apply(change)
+        publishFirstMessage()
     }
 
     func uncachedMessage(_ message: UncachedMessage) {
         model.apply(message, receivedAt: .now)
+        publishFirstMessage()
+    }
+
+    /// Publishes the changes of the first message after a wake-up at once, before the next
+    /// message is read. When the kernel sends a burst (a link going down brings its route and
+    /// address removals and the peer's change, all queued before anyone reads), the first line
+    /// of the story reaches observers as soon as libnl has parsed it, as libnl's own change
+    /// callback would; the rest of the burst is published as one batch, so a storm costs one
+    /// extra publication per wake-up.
+    private func publishFirstMessage() {
+        if messagesSinceWake == 1 { flush() }
     }
 
     /// Sends the model's events to the observers: settled unless a re-read of what the kernel
