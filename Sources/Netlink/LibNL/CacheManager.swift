@@ -1,11 +1,13 @@
 import CNetlink
 import Glibc
 
-/// A change that libnl's cache manager reported, as Swift values: `old` is the value before,
-/// `new` the value after (nil for an object that came or went).
+/// A change that libnl's cache manager reported, as Swift values: `new` is the value after
+/// (nil for an object that went), `old` the value of an object that went (nil otherwise).
 ///
-/// After a re-read (``CacheManager/resynchronize(on:alternativeNames:)``) libnl reports only
-/// the new value of a changed object: `old` is then nil, and the observer's own state holds it.
+/// libnl's change callback gives the old object of a change too, but the observer's state
+/// holds that version already (libnl's cache and it are fed the same messages), and after a
+/// re-read (``CacheManager/resynchronize(on:alternativeNames:)``) libnl has none: a change is
+/// the new value alone, and the old one is not converted for nothing.
 enum CacheChange {
     case link(old: Link?, new: Link?)
     case address(old: InterfaceAddress?, new: InterfaceAddress?)
@@ -216,8 +218,8 @@ final class CacheManager {
         let type = Int32(header.pointee.nlmsg_type)
         switch type {
         case Int32(RTM_NEWLINK):
-            if let link = Link.header(of: header), link.ifi_family == AF_UNSPEC, let names = Link.alternativeNames(message: header) {
-                pendingNames = (link.ifi_index, names)
+            if let link = Link.header(of: header), link.ifi_family == AF_UNSPEC {
+                pendingNames = (link.ifi_index, Link.alternativeNames(message: header))
             }
             return Int32(NL_OK.rawValue)
         case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
@@ -236,8 +238,9 @@ final class CacheManager {
     }
 
     /// An object of `cache` came (`old` nil), changed or went (`new` nil): libnl's change
-    /// callback, or a re-read's, which gives no old object for a change.
+    /// callback, or a re-read's.
     private func objectChanged(in cache: OpaquePointer?, old: OpaquePointer?, new: OpaquePointer?) {
+        let old = new == nil ? old : nil  // see ``CacheChange``
         if cache == linkCache {
             linkChanged(old: old, new: new)
         } else if cache == addressCache {

@@ -9,7 +9,7 @@ extension Link {
     /// attribute parser (``alternativeNames(message:)``).
     init?(message: OpaquePointer) {
         guard let header = nlmsg_hdr(message), let family = Self.header(of: header)?.ifi_family, family == AF_UNSPEC,
-              let names = Self.alternativeNames(message: header),
+              case let names = Self.alternativeNames(message: header),
               let link = withParsedObject(message, { Link(libnl: $0, alternativeNames: names) })
         else { return nil }
         self = link
@@ -56,22 +56,18 @@ extension Link {
     }
 
     /// The alternative names of a link message (`IFLA_ALT_IFNAME` entries of `IFLA_PROP_LIST`),
-    /// in the kernel's order; nil for a message libnl's attribute parser refuses.
-    static func alternativeNames(message: UnsafeMutablePointer<nlmsghdr>) -> [String]? {
-        guard let attributes = AttributeTable(message: message, headerSize: MemoryLayout<ifinfomsg>.size,
-                                              policy: propertyListPolicy) else { return nil }
+    /// in the kernel's order. The list is found with libnl's `nlmsg_find_attr`, which stops at
+    /// the first attribute that overruns the message, as libnl's link parser refuses it.
+    static func alternativeNames(message: UnsafeMutablePointer<nlmsghdr>) -> [String] {
+        guard header(of: message) != nil,
+              let list = nlmsg_find_attr(message, Int32(MemoryLayout<ifinfomsg>.size), Int32(IFLA_PROP_LIST))
+        else { return [] }
         var names: [String] = []
-        if let list = attributes[IFLA_PROP_LIST] {
-            AttributeTable.forEachNested(in: list) { property in
-                guard nla_type(property) == Int32(IFLA_ALT_IFNAME) else { return }
-                let name = AttributeTable.string(property)
-                if !name.isEmpty { names.append(name) }
-            }
+        AttributeTable.forEachNested(in: list) { property in
+            guard nla_type(property) == Int32(IFLA_ALT_IFNAME) else { return }
+            let name = AttributeTable.string(property)
+            if !name.isEmpty { names.append(name) }
         }
         return names
     }
-
-    private static let propertyListPolicy = AttributePolicy(maxType: Int32(IFLA_PROP_LIST), [
-        Int32(IFLA_PROP_LIST): (.nested, 0),
-    ])
 }

@@ -298,7 +298,7 @@ final class RequestSocket {
         var names: [Int32: [String]] = [:]
         try forEachLinkMessage(restart: { names.removeAll() }) { message in
             guard let header = nlmsg_hdr(message), let link = Link.header(of: header), link.ifi_family == AF_UNSPEC,
-                  let found = Link.alternativeNames(message: header), !found.isEmpty else { return }
+                  case let found = Link.alternativeNames(message: header), !found.isEmpty else { return }
             names[link.ifi_index] = found
         }
         return names
