@@ -42,6 +42,7 @@ fi
 sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null
 gcc -O2 -Wall -o "$out/flip_latency" "$here/latency/flip_latency.c"
 gcc -O2 -Wall -o "$out/raw_reachability" "$here/latency/raw_reachability.c"
+gcc -O2 -Wall -o "$out/libnl_lookup" "$here/latency/libnl_lookup.c" $(pkg-config --cflags --libs libnl-route-3.0)
 
 echo "== in-process benchmarks (ordo-one/benchmark) ($(date +%T))"
 # The benchmark executable is run directly, a process per benchmark as `swift package benchmark`
