@@ -1,3 +1,4 @@
+import CNetlink
 import Glibc
 import Synchronization
 
@@ -9,11 +10,13 @@ import Synchronization
 /// which desktops and container hosts use up; one per subscription ran out at the 129th
 /// namespace followed. Here the process takes one, whatever it follows.
 ///
-/// A thread of its own, started with the first watch, waits in `read(2)` on the descriptor and
+/// A thread of its own, started with the first watch, waits in `poll(2)` on the descriptor and
 /// hands each watcher the names touched in its directories: nothing runs while nothing changes.
-/// (Not a dispatch source: libdispatch's event loop cannot start without free descriptors, and
-/// stops the process then, where a subscription must fail with an error.) Watches are added with
-/// `IN_MASK_ADD` and kept until their directory goes (the kernel then drops them).
+/// When the last watch is cancelled, the thread ends and the instance is closed; the next watch
+/// starts both again. (Not a dispatch source: libdispatch's event loop cannot start without
+/// free descriptors, and stops the process then, where a subscription must fail with an
+/// error.) Watches are added with `IN_MASK_ADD` and kept until their directory goes (the kernel
+/// then drops them).
 package final class DirectoryWatch: Sendable {
     /// The process's instance.
     package static let shared = DirectoryWatch()
@@ -24,6 +27,8 @@ package final class DirectoryWatch: Sendable {
     }
 
     private struct Watcher {
+        /// The inotify instance the watch descriptors belong to (see ``State/instance``).
+        var instance: UInt64
         /// The kernel's watch descriptor of each directory: two spellings of one directory
         /// (`/var/run/netns` and `/run/netns`) share one, which names the directory last added.
         var directories: [Int32: String]
@@ -32,7 +37,12 @@ package final class DirectoryWatch: Sendable {
     }
 
     private struct State {
+        /// The inotify descriptor and the eventfd that ends its thread; -1 while no watch runs.
         var descriptor: Int32 = -1
+        var stop: Int32 = -1
+        /// Counts the instances, so that the watchers of one that is ending are never handed
+        /// the events of the next.
+        var instance: UInt64 = 0
         var watchers: [UInt64: Watcher] = [:]
         var nextID: UInt64 = 0
     }
@@ -52,15 +62,25 @@ package final class DirectoryWatch: Sendable {
                 guard descriptor >= 0 else {
                     throw NetlinkError(code: NetlinkError.failure.code, systemErrno: errno, context: "inotify_init1")
                 }
+                let stop = DescriptorCreation.serialized { eventfd(0, Int32(EFD_CLOEXEC)) }
+                guard stop >= 0 else {
+                    let failure = errno
+                    close(descriptor)
+                    throw NetlinkError(code: NetlinkError.failure.code, systemErrno: failure, context: "eventfd")
+                }
+                let instance = state.instance + 1
                 do throws(NetlinkError) {
                     try startThread(name: "inotify") { [self] in
-                        while true { deliver(descriptor) }
+                        run(descriptor, stop: stop, instance: instance)
                     }
                 } catch {
                     close(descriptor)
+                    close(stop)
                     throw error
                 }
                 state.descriptor = descriptor
+                state.stop = stop
+                state.instance = instance
             }
             var watched: [Int32: String] = [:]
             var failure: Int32 = 0
@@ -70,11 +90,12 @@ package final class DirectoryWatch: Sendable {
                 watched[wd] = directory
             }
             guard !watched.isEmpty else {
+                if state.watchers.isEmpty { Self.end(&state) }
                 throw NetlinkError(code: NetlinkError.failure.code, systemErrno: failure,
                                    context: "inotify_add_watch \(directories.joined(separator: ", "))")
             }
             state.nextID += 1
-            state.watchers[state.nextID] = Watcher(directories: watched, mask: mask, handler: handler)
+            state.watchers[state.nextID] = Watcher(instance: state.instance, directories: watched, mask: mask, handler: handler)
             return Token(id: state.nextID)
         }
     }
@@ -93,13 +114,45 @@ package final class DirectoryWatch: Sendable {
         }
     }
 
-    /// Stops calling the watcher's handler (one running now may finish).
+    /// Stops calling the watcher's handler (one running now may finish). The last watch's
+    /// cancellation ends the thread, which closes the instance.
     package func cancel(_ token: Token) {
-        _ = state.withLock { $0.watchers.removeValue(forKey: token.id) }
+        state.withLock { state in
+            guard state.watchers.removeValue(forKey: token.id) != nil, state.watchers.isEmpty else { return }
+            Self.end(&state)
+        }
     }
 
-    /// Waits for events, then hands each watcher the names touched in its directories.
-    private func deliver(_ descriptor: Int32) {
+    /// Tells the running instance's thread to end (it closes the instance); the next watch
+    /// starts another.
+    private static func end(_ state: inout State) {
+        guard state.stop >= 0 else { return }
+        var one: UInt64 = 1
+        _ = write(state.stop, &one, 8)
+        state.descriptor = -1
+        state.stop = -1
+    }
+
+    /// Whether the watch's thread runs (for tests).
+    package var isRunning: Bool { state.withLock { $0.descriptor >= 0 } }
+
+    /// The thread of one instance: waits for events or for the end, and closes the instance's
+    /// descriptors once told to end.
+    private func run(_ descriptor: Int32, stop: Int32, instance: UInt64) {
+        var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
+        while true {
+            guard poll(&descriptors, 2, -1) > 0 else { continue }  // EINTR
+            if descriptors[1].revents != 0 { break }
+            if descriptors[0].revents != 0 { deliver(descriptor, instance: instance) }
+        }
+        close(descriptor)
+        close(stop)
+    }
+
+    /// Reads the events that wait, then hands each watcher of `instance` the names touched in
+    /// its directories.
+    private func deliver(_ descriptor: Int32, instance: UInt64) {
         var touched: [Int32: [String]] = [:]
         var overflowed = false
         var ignored: [Int32] = []
@@ -120,12 +173,14 @@ package final class DirectoryWatch: Sendable {
             offset = start + length
         }
         let watchers = state.withLock { state in
-            let watchers = Array(state.watchers.values)
+            let watchers = state.watchers.values.filter { $0.instance == instance }
             // The kernel dropped these watches (their directories went; what it said about them
             // before is still told below): a directory made again under the same name is another
             // watch (see ``add(_:to:)``).
             for wd in ignored {
-                for id in state.watchers.keys { state.watchers[id]!.directories[wd] = nil }
+                for id in state.watchers.keys where state.watchers[id]!.instance == instance {
+                    state.watchers[id]!.directories[wd] = nil
+                }
             }
             return watchers
         }
