@@ -194,7 +194,9 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         }
         guard let id else { continuation.finish(); return stream.makeAsyncIterator() }
         // A strong reference, held by the stream until it ends (then the closure is released).
-        continuation.onTermination = { _ in self.state.withLock { $0.streams[id] = nil } }
+        // The Swift runtime calls it under the cancelled task's own lock, which a path handed to
+        // the stream under this monitor's lock waits for: the stream is forgotten off that lock.
+        continuation.onTermination = { _ in DispatchQueue.global().async { self.state.withLock { $0.streams[id] = nil } } }
         observeRounds()
         return stream.makeAsyncIterator()
     }
