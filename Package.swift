@@ -42,6 +42,8 @@ let package = Package(
         ),
         // Opens subscriptions from 8 threads under a descriptor limit (ResourceLimitTests).
         .executableTarget(name: "open-under-pressure", dependencies: ["Netlink"], path: "Tests/Tools/OpenUnderPressure"),
+        // Uses every kind of monitor of a namespace and lets them go (EngineLifetimeTests).
+        .executableTarget(name: "engine-lifetime", dependencies: ["Netlink", "Reachability"], path: "Tests/Tools/EngineLifetime"),
         // Test bed: uniquely named network namespaces that tests build and always delete.
         .target(name: "NetnsTestSupport", path: "Tests/NetnsTestSupport"),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport"]),

@@ -35,13 +35,21 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     public static let targetUserInfoKey = "target"
 
     /// The internet in the current namespace; call ``startListening()`` to be told of changes.
+    ///
+    /// It holds the namespace's engine (its subscription, thread and sockets) only while it
+    /// listens. A query while it does not listen uses the engine that another monitor holds,
+    /// or starts one for the query alone: for repeated queries, listen, keep a monitor of
+    /// your own, or ask a ``ReachabilityProbe``.
     public static let shared: Reachability = Reachability(
-        target: .internet, engineQueue: (try? ReachabilityEngine.shared(namespace: .current))?.queue,
+        target: .internet,
+        engineQueue: (try? NetworkNamespace.current.identity()).map { ReachabilityEngine.evaluationQueue(of: $0, namespace: .current) },
         engine: { try? ReachabilityEngine.shared(namespace: .current) })
 
     private struct State {
         var target: ReachabilityTarget
         var token: ReachabilityEngine.Token?
+        /// The engine that `token` watches, held while listening.
+        var listeningEngine: ReachabilityEngine?
         /// The last answer delivered (or being delivered) to the callbacks.
         var answer: ReachabilityAnswer?
         /// The engine's newest answer for the target while listening, stored as the round that
@@ -67,10 +75,13 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     private let gate = CallbackGate()
     /// The queue callbacks, the delegate and notifications run on: the one given at creation,
     /// or a private serial queue that targets the namespace's evaluation queue (see
-    /// ``init(target:namespace:queue:resolver:resolutionTimeout:)``; for ``shared``, the queue
-    /// of the engine it first used: should that engine's subscription ever fail and a new one
-    /// take over, its callbacks still run, on their own).
+    /// ``init(target:namespace:queue:resolver:resolutionTimeout:)`` and
+    /// ``evaluationQueue(in:)``).
     public let callbackQueue: DispatchQueue
+    /// The evaluation queue the default callback queue targets, held: libdispatch holds a
+    /// queue's target, not its Swift object, and the namespace keeps its queue only while that
+    /// object lives (see ``evaluationQueue(in:)``).
+    private let engineQueue: DispatchQueue?
 
     /// `engineQueue`, when known, is the target of the default callback queue: a delivery then
     /// joins the engine's queue instead of waking a thread of its own.
@@ -78,6 +89,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
                  engine: @escaping @Sendable () -> ReachabilityEngine?) {
         state = Locked(State(target: target))
         engineProvider = engine
+        self.engineQueue = engineQueue
         callbackQueue = queue ?? DispatchQueue(label: "Reachability.callbacks", target: engineQueue)
     }
 
@@ -135,9 +147,16 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// namespace's `NetlinkSubscription`. Keep those callbacks short and never block in them:
     /// should the kernel's buffer fill meanwhile, the subscription re-reads the state and every
     /// answer is judged again, the changes in between folded into one.
-    /// - Throws: ``ReachabilityError/netlink(_:)`` when the namespace cannot be watched.
+    ///
+    /// The queue is the namespace's for as long as anyone holds it, across the engines that
+    /// its monitors start and end.
+    /// - Throws: ``ReachabilityError/netlink(_:)`` when the namespace cannot be opened.
     public static func evaluationQueue(in namespace: NetworkNamespace = .current) throws(ReachabilityError) -> DispatchQueue {
-        do { return try ReachabilityEngine.shared(namespace: namespace).queue } catch { throw .netlink(error) }
+        do {
+            return ReachabilityEngine.evaluationQueue(of: try namespace.identity(), namespace: namespace)
+        } catch {
+            throw .netlink(error)
+        }
     }
 
     /// A monitor of a host name (resolved in the namespace; re-resolved when the network changes).
@@ -321,6 +340,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         let superseded = state.withLock { state -> Bool in
             guard state.token === placeholder, gate.generation == generation else { return true }
             state.token = token
+            state.listeningEngine = engine
             return false
         }
         if superseded { engine.unwatch(token) }
@@ -332,15 +352,16 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// running callback waits for (the main thread, while the callback does
     /// `DispatchQueue.main.sync`); the two would wait for each other.
     public func stopListening() {
-        let token = state.withLock { state -> ReachabilityEngine.Token? in
+        let (token, engine) = state.withLock { state -> (ReachabilityEngine.Token?, ReachabilityEngine?) in
             defer {
                 state.token = nil
+                state.listeningEngine = nil
                 state.latest = nil
                 state.pendingAnswer = nil
             }
-            return state.token
+            return (state.token, state.listeningEngine)
         }
-        if let token { engineProvider()?.unwatch(token) }
+        if let token, let engine { engine.unwatch(token) }
         gate.close()
     }
 

@@ -194,36 +194,88 @@ final class ReachabilityEngine: Sendable {
     private let resolutionTimeout: Duration
     private let state = Locked(State())
 
-    private static let registry = Locked<[NetworkNamespace.Identity: ReachabilityEngine]>([:])
+    private struct WeakEngine: Sendable {
+        weak var value: ReachabilityEngine?
+    }
 
-    /// The engine of `namespace`, created on first use and kept while its subscription runs.
+    private struct WeakQueue: Sendable {
+        weak var value: DispatchQueue?
+    }
+
+    private static let registry = Locked<[NetworkNamespace.Identity: WeakEngine]>([:])
+    private static let queues = Locked<[NetworkNamespace.Identity: WeakQueue]>([:])
+
+    /// The engine of `namespace`, created on first use and kept while a monitor, a stream or a
+    /// path monitor holds it: the last one to let go ends it, and with it the namespace's
+    /// subscription (its thread and sockets) unless something else observes that.
     ///
-    /// An engine whose subscription ended (its namespace was deleted) is dropped: the kernel
-    /// reuses namespace inode numbers once a namespace is gone, so a new namespace may have the
-    /// identity of a deleted one.
+    /// An engine whose subscription ended (its namespace was deleted) is not returned: the
+    /// kernel reuses namespace inode numbers once a namespace is gone, so a new namespace may
+    /// have the identity of a deleted one.
     static func shared(namespace: NetworkNamespace) throws(NetlinkError) -> ReachabilityEngine {
         let identity = try namespace.identity()
-        if let engine = registry.withLock({ $0[identity] }), engine.subscription.termination == nil { return engine }
+        if let engine = live(identity) { return engine }
         let engine = try ReachabilityEngine(namespace: namespace, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
-                                            resolver: SystemHostResolver(namespace: namespace))
-        return registry.withLock { engines in
-            engines = engines.filter { $0.value.subscription.termination == nil }
-            if let existing = engines[identity] { return existing }
-            engines[identity] = engine
-            engine.start()
+                                            resolver: SystemHostResolver(namespace: namespace),
+                                            queue: evaluationQueue(of: identity, namespace: namespace))
+        // Every engine the registry's weak references yield is held until the lock is released:
+        // one whose last other reference goes meanwhile must not deinitialize under the lock.
+        var held: [ReachabilityEngine] = []
+        let chosen = registry.withLock { engines in
+            held = engines.values.compactMap(\.value)
+            if let existing = engines[identity]?.value, existing.subscription.termination == nil { return existing }
+            engines = engines.filter { $0.value.value != nil }
+            engines[identity] = WeakEngine(value: engine)
             return engine
+        }
+        withExtendedLifetime(held) {}
+        if chosen === engine { engine.start() }
+        return chosen
+    }
+
+    /// The running engine of the namespace `identity`, if one is held.
+    private static func live(_ identity: NetworkNamespace.Identity) -> ReachabilityEngine? {
+        let engine = registry.withLock { $0[identity]?.value }
+        return engine?.subscription.termination == nil ? engine : nil
+    }
+
+    /// The serial queue of the shared engines of `namespace` (see `Reachability.evaluationQueue(in:)`):
+    /// one queue for as long as anyone holds it, so that a monitor given it meets the engine
+    /// that runs on it, however many engines come and go meanwhile.
+    static func evaluationQueue(of identity: NetworkNamespace.Identity, namespace: NetworkNamespace) -> DispatchQueue {
+        queues.withLock { queues in
+            if let queue = queues[identity]?.value { return queue }
+            queues = queues.filter { $0.value.value != nil }
+            let queue = DispatchQueue(label: "Reachability.engine \(namespace)")
+            queues[identity] = WeakQueue(value: queue)
+            return queue
         }
     }
 
     init(namespace: NetworkNamespace, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy,
-         resolver: any HostResolver, resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(NetlinkError) {
+         resolver: any HostResolver, resolutionTimeout: Duration = BoundedResolution.defaultTimeout,
+         queue: DispatchQueue? = nil) throws(NetlinkError) {
         self.namespace = namespace
-        queue = DispatchQueue(label: "Reachability.engine \(namespace)")
+        self.queue = queue ?? DispatchQueue(label: "Reachability.engine \(namespace)")
         subscription = try NetlinkSubscription.shared(namespace: namespace)
         connection = try NetlinkConnection(namespace: namespace)
         classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
         self.resolver = resolver
         self.resolutionTimeout = resolutionTimeout
+    }
+
+    /// Ends the observation of the subscription (and, with the last observer, the
+    /// subscription's thread) and the resolver configuration's watch on another thread: the
+    /// last reference may go inside one of this engine's callbacks, on its queue while the
+    /// subscription's thread waits for that queue, where ending the observation would wait for
+    /// that very callback.
+    deinit {
+        let (observation, watch) = state.withLock { ($0.observation, $0.resolverConfigurationWatch) }
+        guard observation != nil || watch != nil else { return }
+        DispatchQueue.global().async {
+            observation?.cancel()
+            withExtendedLifetime(watch) {}
+        }
     }
 
     /// Starts following the subscription. Its events are sorted on the subscription's own

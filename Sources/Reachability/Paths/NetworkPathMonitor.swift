@@ -38,14 +38,22 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         var roundObserver: UInt64?
         var streams: [UInt64: AsyncStream<NetworkPath>.Continuation] = [:]
         var nextStream: UInt64 = 0
+        /// The namespace's engine, held until the monitor is cancelled.
+        var engine: ReachabilityEngine?
+        /// Why the engine's subscription ended, kept once the engine is let go.
+        var termination: NetlinkError?
     }
-    private let state = Locked(State())
+    private let state: Locked<State>
     private let gate = CallbackGate()
-    private let engine: ReachabilityEngine?
     private let startError: ReachabilityError?
     /// Why the namespace cannot be watched (it could not be entered, or it was deleted while
     /// watched), if so; the path is then unsatisfied.
-    public var error: ReachabilityError? { startError ?? engine?.termination.map(ReachabilityError.netlink) }
+    public var error: ReachabilityError? {
+        startError ?? state.withLock { $0.engine?.termination ?? $0.termination }.map(ReachabilityError.netlink)
+    }
+
+    /// The engine, unless the monitor was cancelled (or the namespace could not be watched).
+    private var engine: ReachabilityEngine? { state.withLock { $0.engine } }
 
     /// A monitor of `namespace`, optionally restricted to or excluding link types.
     public init(namespace: NetworkNamespace = .current, requiredInterfaceType: InterfaceType? = nil,
@@ -53,13 +61,14 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         self.namespace = namespace
         self.requiredInterfaceType = requiredInterfaceType
         self.prohibitedInterfaceTypes = Set(prohibitedInterfaceTypes)
+        var initial = State()
         do {
-            engine = try ReachabilityEngine.shared(namespace: namespace)
+            initial.engine = try ReachabilityEngine.shared(namespace: namespace)
             startError = nil
         } catch {
-            engine = nil
             startError = .netlink(error)
         }
+        state = Locked(initial)
     }
 
     /// A monitor of paths over links of one type only.
@@ -143,13 +152,18 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
             guard let monitor else { return }
             monitor.deliver(monitor.evaluate(in: snapshot, engine: engine), ended: snapshot.ended != nil)
         }
-        // A `cancel()` since the lock above found no observer to remove: this start removes it.
-        let cancelledMeanwhile = state.withLock { state -> Bool in
+        // A `cancel()` since the lock above found no observer to remove, or the end of the
+        // sequence that asked for paths: this start removes it.
+        let unwanted = state.withLock { state -> Bool in
             if state.cancelled { return true }
+            if state.streams.isEmpty, state.generation == nil {
+                state.observing = false
+                return true
+            }
             state.roundObserver = observer
             return false
         }
-        if cancelledMeanwhile { engine.stopObservingRounds(observer) }
+        if unwanted { engine.stopObservingRounds(observer) }
     }
 
     /// Stops the monitor for good. After it returns no handler runs, and the monitor has let go
@@ -158,10 +172,13 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     /// waits for a handler running on another thread: never call it from a thread that the
     /// handler waits for (the main thread, while the handler does `DispatchQueue.main.sync`).
     public func cancel() {
-        let (observer, streams) = state.withLock { state -> (UInt64?, [AsyncStream<NetworkPath>.Continuation]) in
+        let (observer, streams, engine) = state.withLock { state in
             state.cancelled = true
-            defer { state.roundObserver = nil; state.streams = [:] }
-            return (state.roundObserver, Array(state.streams.values))
+            // The engine is let go (the namespace's subscription ends with its last user); what
+            // ended its subscription, if anything, stays for ``error``.
+            state.termination = state.engine?.termination
+            defer { state.roundObserver = nil; state.streams = [:]; state.engine = nil }
+            return (state.roundObserver, Array(state.streams.values), state.engine)
         }
         if let observer { engine?.stopObservingRounds(observer) }
         gate.close()
@@ -196,9 +213,24 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
         // A strong reference, held by the stream until it ends (then the closure is released).
         // The Swift runtime calls it under the cancelled task's own lock, which a path handed to
         // the stream under this monitor's lock waits for: the stream is forgotten off that lock.
-        continuation.onTermination = { _ in DispatchQueue.global().async { self.state.withLock { $0.streams[id] = nil } } }
+        continuation.onTermination = { _ in DispatchQueue.global().async { self.streamEnded(id) } }
         observeRounds()
         return stream.makeAsyncIterator()
+    }
+
+    /// A sequence ended (its task was cancelled, or its loop left). When it was the last and
+    /// the monitor was not started, nothing needs paths any more: the rounds are no longer
+    /// observed (a later start or iteration observes them again).
+    private func streamEnded(_ id: UInt64) {
+        let observer = state.withLock { state -> UInt64? in
+            state.streams[id] = nil
+            guard state.streams.isEmpty, state.generation == nil, let observer = state.roundObserver else { return nil }
+            state.roundObserver = nil
+            state.observing = false
+            state.current = nil
+            return observer
+        }
+        if let observer { engine?.stopObservingRounds(observer) }
     }
 
     // MARK: - Evaluation
