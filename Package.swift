@@ -5,7 +5,7 @@ let package = Package(
     name: "swift-linux-reachability",
     products: [
         .library(name: "Netlink", targets: ["Netlink"]),
-        .library(name: "Reachability", targets: ["Reachability"]),
+        .library(name: "LinuxReachability", targets: ["LinuxReachability"]),
         .executable(name: "reach", targets: ["reach"]),
     ],
     dependencies: [
@@ -30,32 +30,32 @@ let package = Package(
         // The Swift overlay of libnl: the only module that imports CNetlink.
         .target(name: "Netlink", dependencies: ["CNetlink"]),
         // What the kernel facts mean for reachability.
-        .target(name: "Reachability", dependencies: ["Netlink", "CAres"]),
+        .target(name: "LinuxReachability", dependencies: ["Netlink", "CAres"]),
         // The command-line tool.
         .executableTarget(
             name: "reach",
             dependencies: [
                 "Netlink",
-                "Reachability",
+                "LinuxReachability",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Opens subscriptions from 8 threads under a descriptor limit (ResourceLimitTests).
         .executableTarget(name: "open-under-pressure", dependencies: ["Netlink"], path: "Tests/Tools/OpenUnderPressure"),
         // Uses every kind of monitor of a namespace and lets them go (EngineLifetimeTests).
-        .executableTarget(name: "engine-lifetime", dependencies: ["Netlink", "Reachability"], path: "Tests/Tools/EngineLifetime"),
+        .executableTarget(name: "engine-lifetime", dependencies: ["Netlink", "LinuxReachability"], path: "Tests/Tools/EngineLifetime"),
         // Test bed: uniquely named network namespaces that tests build and always delete.
         .target(name: "NetnsTestSupport", path: "Tests/NetnsTestSupport"),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport"]),
         // Tests/Fixtures/sysfs (driver sysfs trees, with sysfs's own symlink loops) lies outside
         // every target on purpose: SwiftPM would follow the loops while scanning sources.
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "NetnsTestSupport"]),
+        .testTarget(name: "LinuxReachabilityTests", dependencies: ["LinuxReachability", "NetnsTestSupport"]),
         .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
         // Property-based tests of every parser that takes outside data.
         .testTarget(
             name: "BadInputTests",
             dependencies: [
-                "Netlink", "Reachability", "NetnsTestSupport",
+                "Netlink", "LinuxReachability", "NetnsTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             path: "Tests/BadInputTests"

@@ -6,7 +6,7 @@ import PackageDescription
 /// The library's two modules, which every target here measures.
 let library: [Target.Dependency] = [
     .product(name: "Netlink", package: "swift-linux-reachability"),
-    .product(name: "Reachability", package: "swift-linux-reachability"),
+    .product(name: "LinuxReachability", package: "swift-linux-reachability"),
 ]
 
 let package = Package(

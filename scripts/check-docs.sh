@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 graphs=$(mktemp -d)
 output=$(mktemp -d)
 trap 'rm -rf "$graphs" "$output"' EXIT
-swift build --target Reachability -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
+swift build --target LinuxReachability -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
 status=0
-for module in Netlink Reachability; do
+for module in Netlink LinuxReachability; do
     log=$(docc convert "Sources/$module/$module.docc" --additional-symbol-graph-dir "$graphs" \
         --output-path "$output/$module" --fallback-display-name "$module" \
         --fallback-bundle-identifier "$module" 2>&1) || status=1
@@ -18,7 +18,7 @@ for module in Netlink Reachability; do
         status=1
     fi
 done
-[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink and Reachability"
+[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink and LinuxReachability"
 
 # README.md's Swift examples, each on its own with only its own imports, type-checked against the
 # modules just built (the article snippets are compiled by DocumentationSnippetTests).

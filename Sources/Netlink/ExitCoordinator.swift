@@ -76,7 +76,7 @@ final class ExitCoordinator: Sendable {
     /// process. Does nothing in a child process that inherited the coordinator.
     ///
     /// An exit from a block on a queue that a loop's observer waits for (`sync`: the
-    /// evaluation queue of `Reachability`, whose rounds run inside the subscription's
+    /// evaluation queue of `ReachabilityMonitor`, whose rounds run inside the subscription's
     /// observer; see ``NetlinkSubscription/noteObserversWait(for:)``) waits for that loop only
     /// until its observer waits for the queue: it then waits for this block, which never ends,
     /// and runs no libnl code; waiting for it would only spend ``waitSeconds``.

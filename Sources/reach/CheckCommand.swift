@@ -1,6 +1,6 @@
 import ArgumentParser
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// `reach check`: is a target reachable now, and through what?
 struct CheckCommand: AsyncParsableCommand {

@@ -2,7 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// `reach events`: every link, address and route change of a namespace, one line each.
 struct EventsCommand: ParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// `reach links`: every link of a namespace with its type, state and addresses.
 struct LinksCommand: ParsableCommand {

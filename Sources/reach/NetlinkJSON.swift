@@ -1,5 +1,5 @@
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// The JSON forms of the Netlink values, shared by `links` and `events`.
 extension Link {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// `reach watch`: the answer for each target now, then one line per real change.
 struct WatchCommand: ParsableCommand {
@@ -26,7 +26,7 @@ struct WatchCommand: ParsableCommand {
     @OptionGroup var subscriptionOption: SubscriptionOption
 
     /// The subscription and the monitors live as long as the process prints.
-    private static let keepAlive = Locked<(NetlinkSubscription?, [Reachability])>((nil, []))
+    private static let keepAlive = Locked<(NetlinkSubscription?, [ReachabilityMonitor])>((nil, []))
 
     func run() throws {
         let parsed = try targets.map { text throws(ReachabilityError) in (text, try ReachabilityTarget(parsing: text)) }
@@ -39,13 +39,13 @@ struct WatchCommand: ParsableCommand {
         // target come out in order, with no thread woken between the kernel and the line. A
         // line is one short write; should stdout block, the subscription's buffer absorbs the
         // events meanwhile and, if it overflows, the state is read again.
-        let queue = try Reachability.evaluationQueue(in: namespace)
+        let queue = try ReachabilityMonitor.evaluationQueue(in: namespace)
         // One line buffer for every target's lines, kept from line to line (the callbacks run
         // one at a time, on that queue; the lock is uncontended).
         let lineBuffer = Locked(ByteBuffer())
         let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
-            .map { text, target throws(ReachabilityError) -> Reachability in
-                let monitor = try Reachability(target: target, namespace: namespace, queue: queue)
+            .map { text, target throws(ReachabilityError) -> ReachabilityMonitor in
+                let monitor = try ReachabilityMonitor(target: target, namespace: namespace, queue: queue)
                 // The tool observes no notification: posting them would cost each change
                 // Foundation's `post` for nobody.
                 monitor.postsNotifications = false
@@ -104,7 +104,7 @@ struct WaitCommand: ParsableCommand {
 
     func run() throws {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
-        let monitor = try Reachability(target: parsed, namespace: try namespaceOption.namespace())
+        let monitor = try ReachabilityMonitor(target: parsed, namespace: try namespaceOption.namespace())
         monitor.postsNotifications = false
         let outcome = EndOfMonitoring()
         monitor.onChange = { _, answer in outcome.note(answer, reachable: answer.isReachable) }

@@ -1,5 +1,5 @@
 import PropertyBased
-import Reachability
+import LinuxReachability
 import Testing
 
 /// `ConstrainedLinkPolicy(parsing:)`, the parser of `REACH_CONSTRAINED_LINKS` and its file.

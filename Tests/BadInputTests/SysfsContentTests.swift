@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import PropertyBased
-import Reachability
+import LinuxReachability
 import Testing
 
 /// `SysfsReader` on random sysfs trees built in a temporary directory.

@@ -1,7 +1,7 @@
 import Netlink
 import NetnsTestSupport
 import PropertyBased
-import Reachability
+import LinuxReachability
 import Testing
 
 /// `ReachabilityTarget(parsing:)`, the parser of command-line and configuration targets.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Netlink
 import NetnsTestSupport
-@testable import Reachability
+@testable import LinuxReachability
 
 /// An interface address changes the kernel's answers in its own family only, so the engine
 /// runs a round for it only when a target of that family, a host name or a path observer could
@@ -19,7 +19,7 @@ struct AddressFamilyRoundTests {
         #expect(eventually { (try? ns.ipJSON("link", "show", "va").first?["operstate"] as? String) == "UP" })
         let namespace = try NetworkNamespace.named(ns.name)
         let engine = try ReachabilityEngine.shared(namespace: namespace)
-        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: namespace)
+        let monitor = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: namespace)
         let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.count == 1 })

@@ -2,7 +2,7 @@ import Foundation
 import Netlink
 import NetnsTestSupport
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// Address targets whose form changes what a socket does with them, judged as the kernel
 /// delivers: an IPv4-mapped IPv6 address goes over IPv4; this host's own IPv6 anycast address is
@@ -38,7 +38,7 @@ struct AddressFormTests {
         #expect(pair.judged == .addressPair(local: IPAddress("10.1.0.1")!, remote: IPAddress("10.1.0.2")!))
 
         // A monitor follows the IPv4 route.
-        let monitor = try Reachability(address: IPAddress("::ffff:198.51.100.7")!, namespace: namespace)
+        let monitor = try ReachabilityMonitor(address: IPAddress("::ffff:198.51.100.7")!, namespace: namespace)
         let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.last?.reason == .noRoute })
@@ -161,7 +161,7 @@ struct ScopedAddressTests {
         let unscoped = try ReachabilityProbe(namespace: namespace, resolver: StaticHostResolver(["printer.local": [IPAddress("fe80::1")!]]))
         #expect(try await unscoped.answer(for: .host("printer.local")).answer.reason == .scopeRequired)
 
-        let monitor = try Reachability(target: .host("printer.local"), namespace: namespace, resolver: MulticastDNS())
+        let monitor = try ReachabilityMonitor(target: .host("printer.local"), namespace: namespace, resolver: MulticastDNS())
         let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.last?.isReachable == true && deliveries.last?.interface?.name == "v0" })
@@ -175,7 +175,7 @@ struct ScopedAddressTests {
         let ns = try TestNamespace("scope2")
         defer { ns.delete() }
         try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
-        let monitor = try Reachability(target: .scopedAddress(IPAddress("fe80::1")!, interface: "v0"), namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(target: .scopedAddress(IPAddress("fe80::1")!, interface: "v0"), namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }
         #expect(eventually { deliveries.last?.isReachable == true })
@@ -217,7 +217,7 @@ struct ScopedAddressTests {
         let ns = try TestNamespace("scope5")
         defer { ns.delete() }
         try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up"])
-        let monitor = try Reachability(target: .scopedAddress(IPAddress("fe80::1")!, interface: "uplink0"),
+        let monitor = try ReachabilityMonitor(target: .scopedAddress(IPAddress("fe80::1")!, interface: "uplink0"),
                                        namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
         defer { monitor.stopListening() }

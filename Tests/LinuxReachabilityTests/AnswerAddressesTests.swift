@@ -1,5 +1,5 @@
 import Netlink
-@testable import Reachability
+@testable import LinuxReachability
 import Testing
 
 /// ``ReachabilityAnswer/addresses`` is kept without an array for one address; the answers it

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Netlink
 import NetnsTestSupport
-@testable import Reachability
+@testable import LinuxReachability
 
 /// When a link loses or regains its carrier, the kernel marks its routes `linkdown` before it
 /// tells of the link, and the subscription's re-read reports the mark on the link's default
@@ -48,10 +48,10 @@ struct CarrierMarkRoundTests {
         #expect(eventually { (try? ns.ipJSON("link", "show", "va").first?["operstate"] as? String) == "UP" })
         let namespace = try NetworkNamespace.named(ns.name)
         let engine = try ReachabilityEngine.shared(namespace: namespace)
-        let queue = try Reachability.evaluationQueue(in: namespace)
+        let queue = try ReachabilityMonitor.evaluationQueue(in: namespace)
         // One on the link, one through the default route.
         let monitors = try ["10.1.0.9", "192.0.2.1"].map {
-            try Reachability(address: IPAddress($0)!, namespace: namespace, queue: queue)
+            try ReachabilityMonitor(address: IPAddress($0)!, namespace: namespace, queue: queue)
         }
         let deliveries = monitors.map(Deliveries.listening(to:))
         defer { for monitor in monitors { monitor.stopListening() } }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Netlink
 import NetnsTestSupport
-@testable import Reachability
+@testable import LinuxReachability
 
 /// The classification cache, on a fixture tree and on a real namespace's own sysfs.
 @Suite("Classification cache")

@@ -1,6 +1,6 @@
 import Testing
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// The order of evidence, rule by rule, on hand-made facts.
 @Suite("Classifier rules")

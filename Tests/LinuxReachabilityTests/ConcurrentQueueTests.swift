@@ -4,7 +4,7 @@ import Netlink
 import NetnsTestSupport
 import Synchronization
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// Monitors given a concurrent queue (`DispatchQueue.global()`, a common choice with
 /// NWPathMonitor and Reachability.swift): no stop from inside a callback waits for itself, and

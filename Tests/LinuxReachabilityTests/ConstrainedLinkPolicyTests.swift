@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Reachability
+import LinuxReachability
 
 @Suite("Constrained-link policy")
 struct ConstrainedLinkPolicyTests {

@@ -1,6 +1,6 @@
 import Dispatch
 import Netlink
-@testable import Reachability
+@testable import LinuxReachability
 import Testing
 
 /// A `DeliveryBatch` gathers a round's callbacks per queue and sends them in blocks. Each

@@ -3,14 +3,14 @@ import Foundation
 import Testing
 import Netlink
 import NetnsTestSupport
-import Reachability
+import LinuxReachability
 
 /// The snippets of the DocC articles, compiled and run (in the current namespace, read only;
 /// address literals only, no name resolution).
 @Suite("Documentation snippets", .enabled(if: namespacesAvailable, "needs root and iproute2"))
 struct DocumentationSnippetTests {
     @Test func comingFromSCNetworkReachability() throws {
-        let reachability = try Reachability(address: IPAddress("192.0.2.1")!)
+        let reachability = try ReachabilityMonitor(address: IPAddress("192.0.2.1")!)
         print(reachability.flags, reachability.flags.compactDescription)
         reachability.onChange = { _, answer in
             print(answer.flags, answer.interface?.name ?? "-", answer.gateway.map { "\($0)" } ?? "-")
@@ -29,10 +29,10 @@ struct DocumentationSnippetTests {
     }
 
     @Test func comingFromReachabilityLibraries() {
-        let reachability = Reachability.shared
-        let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
+        let reachability = ReachabilityMonitor.shared
+        let observer = NotificationCenter.default.addObserver(forName: ReachabilityMonitor.statusDidChangeNotification,
                                                               object: reachability, queue: nil) { note in
-            print(note.userInfo?[Reachability.statusUserInfoKey] ?? "?")
+            print(note.userInfo?[ReachabilityMonitor.statusUserInfoKey] ?? "?")
         }
         reachability.allowsCellularConnection = false
         reachability.onChange = { reachability, _ in
@@ -47,7 +47,7 @@ struct DocumentationSnippetTests {
     /// ComingFromReachabilityLibraries' main-actor model, following this host's loopback
     /// address.
     @Test @MainActor func mainActorModel() async throws {
-        let reachability = try Reachability(address: IPAddress("127.0.0.1")!)
+        let reachability = try ReachabilityMonitor(address: IPAddress("127.0.0.1")!)
         let model = StatusModel()
         model.follow(reachability)
         for _ in 0..<500 where model.status != reachability.status {
@@ -71,7 +71,7 @@ struct DocumentationSnippetTests {
     var status = ReachabilityStatus.notReachable
     private var following: Task<Void, Never>?
 
-    func follow(_ reachability: Reachability) {
+    func follow(_ reachability: ReachabilityMonitor) {
         following = Task { @MainActor [weak self] in
             for await answer in reachability.updates() { self?.status = answer.status }
         }

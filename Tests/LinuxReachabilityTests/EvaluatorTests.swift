@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// The pure evaluation of lookups, links and classifications.
-@Suite("Reachability evaluation")
+@Suite("ReachabilityMonitor evaluation")
 struct EvaluatorTests {
     private let gateway = IPAddress("10.0.0.1")!
 

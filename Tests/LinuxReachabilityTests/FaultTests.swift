@@ -3,7 +3,7 @@ import Netlink
 import NetnsTestSupport
 import Synchronization
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// Faults under a running monitor: its namespace deleted, its link renamed, its link moved to
 /// another namespace and back. Each ends in a correct answer or a typed one, never in silence.
@@ -23,7 +23,7 @@ struct FaultTests {
         defer { ns.delete() }
         let namespace = try NetworkNamespace.named(ns.name)
         let answers = Locked<[ReachabilityAnswer]>([])
-        let monitor = try Reachability(address: IPAddress("198.51.100.1")!, namespace: namespace)
+        let monitor = try ReachabilityMonitor(address: IPAddress("198.51.100.1")!, namespace: namespace)
         monitor.onChange = { _, answer in answers.withLock { $0.append(answer) } }
         monitor.startListening()
         defer { monitor.stopListening() }
@@ -50,14 +50,14 @@ struct FaultTests {
         for await answer in updates { lastUpdate = answer }
         #expect(lastUpdate?.reason == .monitoringEnded(ended), "the sequence is told too")
         // A new monitor of the deleted namespace is refused with a typed error.
-        #expect(throws: ReachabilityError.self) { try Reachability(address: IPAddress("198.51.100.1")!, namespace: namespace) }
+        #expect(throws: ReachabilityError.self) { try ReachabilityMonitor(address: IPAddress("198.51.100.1")!, namespace: namespace) }
     }
 
     @Test func aRenamedLinkIsFollowed() throws {
         let ns = try routedNamespace("rename")
         defer { ns.delete() }
         let answers = Locked<[ReachabilityAnswer]>([])
-        let monitor = try Reachability(address: IPAddress("198.51.100.1")!, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: IPAddress("198.51.100.1")!, namespace: .named(ns.name))
         monitor.onChange = { _, answer in answers.withLock { $0.append(answer) } }
         monitor.startListening()
         defer { monitor.stopListening() }
@@ -74,7 +74,7 @@ struct FaultTests {
         let elsewhere = try TestNamespace("elsewhere")
         defer { elsewhere.delete() }
         let answers = Locked<[ReachabilityAnswer]>([])
-        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
         monitor.onChange = { _, answer in answers.withLock { $0.append(answer) } }
         monitor.startListening()
         defer { monitor.stopListening() }
@@ -93,9 +93,9 @@ struct FaultTests {
         defer { ns.delete() }
         let namespace = try NetworkNamespace.named(ns.name)
         // Hangs: never answers (its sleep outlives the test; nothing waits for it).
-        let hanging = try Reachability(target: .host("hangs.example.test"), namespace: namespace,
+        let hanging = try ReachabilityMonitor(target: .host("hangs.example.test"), namespace: namespace,
                                        resolver: FaultyResolver(.hang), resolutionTimeout: .milliseconds(300))
-        let failing = try Reachability(target: .host("fails.example.test"), namespace: namespace,
+        let failing = try ReachabilityMonitor(target: .host("fails.example.test"), namespace: namespace,
                                        resolver: FaultyResolver(.fail))
         let answers = Locked<[String: ReachabilityAnswer]>([:])
         for (name, monitor) in [("hangs", hanging), ("fails", failing)] {

@@ -1,6 +1,6 @@
 import Foundation
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// One fixture of the corpus under `Tests/Fixtures/sysfs/`: a sysfs tree modelled on a real driver
 /// (`sys/`) and the rtnetlink facts and expected answers of its links (`links.facts`).

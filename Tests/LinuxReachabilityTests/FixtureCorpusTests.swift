@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// The fixture corpus: real drivers' sysfs trees, read by the sysfs reader and classified.
 @Suite("Fixture corpus")

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import Netlink
 import NetnsTestSupport
-@testable import Reachability
+@testable import LinuxReachability
 
 /// The first answer a watcher of a host name is told, when a query's resolution of the name
 /// lands before the watch's own: it must come from the addresses now known, not from the

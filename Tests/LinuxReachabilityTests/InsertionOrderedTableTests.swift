@@ -1,5 +1,5 @@
 import NetnsTestSupport
-@testable import Reachability
+@testable import LinuxReachability
 import Testing
 
 /// `InsertionOrderedTable` against a model (a dictionary and a list of keys in insertion

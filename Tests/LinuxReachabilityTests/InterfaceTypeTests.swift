@@ -1,5 +1,5 @@
 import Testing
-import Reachability
+import LinuxReachability
 
 @Suite("Interface types and link kinds")
 struct InterfaceTypeTests {

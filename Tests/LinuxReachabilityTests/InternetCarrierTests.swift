@@ -1,7 +1,7 @@
 import Foundation
 import Netlink
 import NetnsTestSupport
-import Reachability
+import LinuxReachability
 import Testing
 
 /// The internet's answer when the link of the preferred default route loses its carrier, against
@@ -28,8 +28,8 @@ struct InternetCarrierTests {
     }
 
     /// A monitor of the internet in `ns`, listening, once it has said "reachable through va".
-    private func listeningToTheInternet(in ns: TestNamespace) throws -> (Reachability, Deliveries) {
-        let monitor = try Reachability(target: .internet, namespace: .named(ns.name))
+    private func listeningToTheInternet(in ns: TestNamespace) throws -> (ReachabilityMonitor, Deliveries) {
+        let monitor = try ReachabilityMonitor(target: .internet, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.last?.interface?.name == "va" && deliveries.last?.isReachable == true })
         return (monitor, deliveries)

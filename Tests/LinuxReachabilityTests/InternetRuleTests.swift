@@ -1,5 +1,5 @@
 import Netlink
-import Reachability
+import LinuxReachability
 import Testing
 
 /// Which default routes carry the internet's traffic once policy rules choose the tables: the

@@ -3,7 +3,7 @@ import Netlink
 import NetnsTestSupport
 import Synchronization
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// How many monitors the churn creates: 2 000 in CI, the 10 000 with `REACH_STORM=full`.
 private let monitorCycles = ProcessInfo.processInfo.environment["REACH_STORM"] == "full" ? 10_000 : 2_000
@@ -45,7 +45,7 @@ struct LifetimeTests {
         let queue = DispatchQueue(label: "lifetimes")
         var records: [MonitorRecord] = []
         var weakMonitors: [WeakReachability] = []
-        var kept: [Reachability] = []
+        var kept: [ReachabilityMonitor] = []
         for cycle in 0..<monitorCycles {
             if cycle % 100 == 0 {
                 // Pace the churn to the flips, so that creation, release and delivery overlap
@@ -54,7 +54,7 @@ struct LifetimeTests {
             }
             let record = MonitorRecord()
             records.append(record)
-            let monitor = try Reachability(address: IPAddress("10.1.\(cycle % 2).\(cycle % 250 + 1)")!, namespace: namespace, queue: queue)
+            let monitor = try ReachabilityMonitor(address: IPAddress("10.1.\(cycle % 2).\(cycle % 250 + 1)")!, namespace: namespace, queue: queue)
             monitor.postsNotifications = false
             monitor.onChange = { _, _ in record.called() }
             monitor.startListening()
@@ -84,13 +84,13 @@ struct LifetimeTests {
         defer { ns.delete() }
         final class Holder: @unchecked Sendable {
             // Written once before start, then only on the monitor's callback queue.
-            var monitor: Reachability?
+            var monitor: ReachabilityMonitor?
         }
         let holder = Holder()
         let callbacks = Atomic<Int>(0)
-        weak var weakMonitor: Reachability?
+        weak var weakMonitor: ReachabilityMonitor?
         do {
-            let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+            let monitor = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
             weakMonitor = monitor
             monitor.onChange = { _, _ in
                 callbacks.add(1, ordering: .relaxed)
@@ -129,7 +129,7 @@ struct LifetimeTests {
     @Test func stopFromAnotherThreadWaitsForTheCallbackInFlight() throws {
         let ns = try flappingNamespace("life3")
         defer { ns.delete() }
-        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
         let inCallback = DispatchSemaphore(value: 0)
         let callbackFinished = Atomic<Bool>(false)
         let record = MonitorRecord()
@@ -164,7 +164,7 @@ struct LifetimeTests {
     @Test func stoppingFromInsideTheCallbackDoesNotDeadlock() throws {
         let ns = try flappingNamespace("life4")
         defer { ns.delete() }
-        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
         let stopped = DispatchSemaphore(value: 0)
         let callbacks = Atomic<Int>(0)
         monitor.onChange = { monitor, _ in
@@ -184,6 +184,6 @@ struct LifetimeTests {
 /// A weak reference, to see that a monitor was freed.
 private struct WeakReachability: @unchecked Sendable {
     // Set once at creation; reading a weak reference is thread-safe.
-    weak var value: Reachability?
-    init(_ value: Reachability) { self.value = value }
+    weak var value: ReachabilityMonitor?
+    init(_ value: ReachabilityMonitor) { self.value = value }
 }

@@ -4,14 +4,14 @@ import Synchronization
 import Testing
 import Netlink
 import NetnsTestSupport
-@testable import Reachability
+@testable import LinuxReachability
 
 /// Collects what a monitor delivers.
 final class Deliveries: Sendable {
     let answers = Locked<[ReachabilityAnswer]>([])
 
     /// The answers `monitor`'s callback gets, from a start of listening made here.
-    static func listening(to monitor: Reachability) -> Deliveries {
+    static func listening(to monitor: ReachabilityMonitor) -> Deliveries {
         let deliveries = Deliveries()
         monitor.onChange = { _, answer in deliveries.append(answer) }
         monitor.startListening()
@@ -25,7 +25,7 @@ final class Deliveries: Sendable {
 
 final class RecordingDelegate: ReachabilityDelegate {
     let deliveries = Deliveries()
-    func reachability(_ reachability: Reachability, didChange answer: ReachabilityAnswer) { deliveries.append(answer) }
+    func reachability(_ reachability: ReachabilityMonitor, didChange answer: ReachabilityAnswer) { deliveries.append(answer) }
 }
 
 /// A namespace with one veth pair: 10.1.0.1/24 on va; the peer vb holds the carrier.
@@ -47,7 +47,7 @@ struct MonitorTests {
     @Test func firstTheAnswerThenOnlyRealChanges() throws {
         let ns = try wiredNamespace("mon1")
         defer { ns.delete() }
-        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
         #expect(monitor.startListening())  // harmless, and listening
         #expect(eventually { deliveries.count == 1 })
@@ -88,7 +88,7 @@ struct MonitorTests {
         let engine = try ReachabilityEngine.shared(namespace: namespace)
         let deliveries = (0..<200).map { _ in Deliveries() }
         let monitors = try deliveries.map { collected in
-            let monitor = try Reachability(address: Self.target, namespace: namespace)
+            let monitor = try ReachabilityMonitor(address: Self.target, namespace: namespace)
             monitor.onChange = { _, answer in collected.append(answer) }
             monitor.startListening()
             return monitor
@@ -107,7 +107,7 @@ struct MonitorTests {
     @Test func everyWayOfBeingToldIsTold() async throws {
         let ns = try wiredNamespace("mon3")
         defer { ns.delete() }
-        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
         let delegate = RecordingDelegate()
         monitor.delegate = delegate
         typealias Posted = (status: ReachabilityStatus?, previous: ReachabilityStatus?, target: ReachabilityTarget?,
@@ -116,13 +116,13 @@ struct MonitorTests {
         // Each userInfo as posted, kept: the monitor writes the next one over its last, which
         // must not change one an observer holds.
         let kept = Locked<[[AnyHashable: Any]]>([])
-        let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
+        let observer = NotificationCenter.default.addObserver(forName: ReachabilityMonitor.statusDidChangeNotification,
                                                               object: monitor, queue: nil) { note in
             let info = note.userInfo ?? [:]
-            let posted: Posted = (info[Reachability.statusUserInfoKey] as? ReachabilityStatus,
-                                  info[Reachability.previousStatusUserInfoKey] as? ReachabilityStatus,
-                                  info[Reachability.targetUserInfoKey] as? ReachabilityTarget,
-                                  info[Reachability.answerUserInfoKey] as? ReachabilityAnswer, info.count)
+            let posted: Posted = (info[ReachabilityMonitor.statusUserInfoKey] as? ReachabilityStatus,
+                                  info[ReachabilityMonitor.previousStatusUserInfoKey] as? ReachabilityStatus,
+                                  info[ReachabilityMonitor.targetUserInfoKey] as? ReachabilityTarget,
+                                  info[ReachabilityMonitor.answerUserInfoKey] as? ReachabilityAnswer, info.count)
             notified.withLock { $0.append(posted) }
             kept.withLock { $0.append(info) }
         }
@@ -147,22 +147,22 @@ struct MonitorTests {
         let next = await iterator.next()
         #expect(next?.isReachable == true)
         #expect(eventually { kept.withLock { $0.count } == 3 })
-        let statuses = kept.withLock { $0.map { $0[Reachability.statusUserInfoKey] as? ReachabilityStatus } }
+        let statuses = kept.withLock { $0.map { $0[ReachabilityMonitor.statusUserInfoKey] as? ReachabilityStatus } }
         #expect(statuses == [.reachableViaOther, .notReachable, .reachableViaOther])
-        #expect(kept.withLock { $0[1][Reachability.previousStatusUserInfoKey] as? ReachabilityStatus } == .reachableViaOther)
-        #expect(kept.withLock { $0[2][Reachability.previousStatusUserInfoKey] as? ReachabilityStatus } == .notReachable)
+        #expect(kept.withLock { $0[1][ReachabilityMonitor.previousStatusUserInfoKey] as? ReachabilityStatus } == .reachableViaOther)
+        #expect(kept.withLock { $0[2][ReachabilityMonitor.previousStatusUserInfoKey] as? ReachabilityStatus } == .notReachable)
         monitor.stopListening()
     }
 
     @Test func aMonitorThatPostsNoNotificationsStillCallsBack() throws {
         let ns = try wiredNamespace("mon6")
         defer { ns.delete() }
-        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
         monitor.postsNotifications = false
         let deliveries = Deliveries()
         monitor.onChange = { _, answer in deliveries.append(answer) }
         let posted = Locked(0)
-        let observer = NotificationCenter.default.addObserver(forName: Reachability.statusDidChangeNotification,
+        let observer = NotificationCenter.default.addObserver(forName: ReachabilityMonitor.statusDidChangeNotification,
                                                               object: monitor, queue: nil) { _ in posted.withLock { $0 += 1 } }
         defer { NotificationCenter.default.removeObserver(observer) }
         monitor.startListening()
@@ -180,9 +180,9 @@ struct MonitorTests {
         let ns = try wiredNamespace("mon4")
         defer { ns.delete() }
         let deliveries = Deliveries()
-        weak var weakMonitor: Reachability?
+        weak var weakMonitor: ReachabilityMonitor?
         do {
-            let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+            let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
             monitor.onChange = { _, answer in deliveries.append(answer) }
             monitor.startListening()
             #expect(eventually { deliveries.count == 1 })
@@ -198,7 +198,7 @@ struct MonitorTests {
         let ns = try wiredNamespace("mon5")
         defer { ns.delete() }
         try ns.ip("route", "add", "blackhole", "198.51.100.0/24")
-        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         #expect(monitor.fxStatus == .reachableViaWiFi)
@@ -214,7 +214,7 @@ struct MonitorTests {
     @Test func olasInstalledCallbackGetsItsStatus() throws {
         let ns = try wiredNamespace("monola")
         defer { ns.delete() }
-        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
         let statuses = Locked<[OlaStatus]>([])
         #expect(monitor.install { status in statuses.withLock { $0.append(status) } })
         #expect(eventually { statuses.withLock { $0 } == [.reachable] })
@@ -227,7 +227,7 @@ struct MonitorTests {
     @Test func queriesAreCurrentWhileAnAnswerWaitsAndAfterAStop() throws {
         let ns = try wiredNamespace("mon5q")
         defer { ns.delete() }
-        let monitor = try Reachability(address: Self.target, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
         let deliveries = Deliveries()
         monitor.onChange = { _, answer in deliveries.append(answer) }
         // A long coalescing window holds the change back; the flags do not wait for it.
@@ -256,11 +256,11 @@ struct MonitorTests {
         // Apple's zero address, which Reachability.swift watches for "the internet": a lookup of
         // 0.0.0.0 would find the local route and say reachable with no way out.
         for zero in [IPAddress("0.0.0.0")!, IPAddress("::")!] {
-            let monitor = try Reachability(address: zero, namespace: .named(ns.name))
+            let monitor = try ReachabilityMonitor(address: zero, namespace: .named(ns.name))
             #expect(monitor.answer.reason == .noDefaultRoute)
             #expect(!monitor.isReachable)
         }
-        let monitor = try Reachability(address: IPAddress("0.0.0.0")!, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: IPAddress("0.0.0.0")!, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         #expect(deliveries.last?.reason == .noDefaultRoute)
@@ -277,7 +277,7 @@ struct MonitorTests {
         // The name resolves when the test lets it, not after a delay that a busy machine's
         // scheduling could outlast.
         let resolver = GatedResolver()
-        let monitor = try Reachability(target: .internet, namespace: .named(ns.name), resolver: resolver)
+        let monitor = try ReachabilityMonitor(target: .internet, namespace: .named(ns.name), resolver: resolver)
         let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         #expect(deliveries.last?.isReachable == true)
@@ -299,7 +299,7 @@ struct MonitorTests {
         let ns = try wiredNamespace("mon6")
         defer { ns.delete() }
         let resolver = StaticHostResolver(["api.example.test": [IPAddress("203.0.113.5")!, IPAddress("10.1.0.7")!]])
-        let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
+        let monitor = try ReachabilityMonitor(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
         let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.last?.address == IPAddress("10.1.0.7") })
         #expect(deliveries.last?.isReachable == true)
@@ -309,7 +309,7 @@ struct MonitorTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try "10.1.0.8 db.example.test\n".write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
-        let fromFile = try Reachability(host: "db.example.test", namespace: .named(ns.name))
+        let fromFile = try ReachabilityMonitor(host: "db.example.test", namespace: .named(ns.name))
         let fileDeliveries = Deliveries()
         fromFile.onChange = { _, answer in fileDeliveries.append(answer) }
         fromFile.startListening()
@@ -326,7 +326,7 @@ struct MonitorDeliveryTests {
         let key = DispatchSpecificKey<String>()
         let queue = DispatchQueue(label: "test.chosen")
         queue.setSpecific(key: key, value: "chosen")
-        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name), queue: queue)
+        let monitor = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name), queue: queue)
         let onQueue = Locked<[Bool]>([])
         let deliveries = Deliveries()
         monitor.coalescingInterval = .seconds(3)
@@ -360,9 +360,9 @@ struct MonitorDeliveryTests {
         let key = DispatchSpecificKey<String>()
         engine.queue.setSpecific(key: key, value: "engine")
         let chosen = DispatchQueue(label: "test.chosen")
-        let first = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
-        let second = try Reachability(address: IPAddress("10.1.0.10")!, namespace: .named(ns.name))
-        let third = try Reachability(address: IPAddress("10.1.0.11")!, namespace: .named(ns.name), queue: chosen)
+        let first = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let second = try ReachabilityMonitor(address: IPAddress("10.1.0.10")!, namespace: .named(ns.name))
+        let third = try ReachabilityMonitor(address: IPAddress("10.1.0.11")!, namespace: .named(ns.name), queue: chosen)
         // A pthread-based lock: the callbacks run on two threads (the engine's queue and the
         // chosen one), and the thread sanitizer does not see `Mutex`'s synchronization.
         let seen = Locked<[String: [String?]]>([:])
@@ -394,7 +394,7 @@ struct MonitorDeliveryTests {
         // The shared instance too (only read here: the process's own namespace is not changed).
         let current = try ReachabilityEngine.shared(namespace: .current)
         current.queue.setSpecific(key: key, value: "current engine")
-        #expect(Reachability.shared.callbackQueue.sync { DispatchQueue.getSpecific(key: key) } == "current engine")
+        #expect(ReachabilityMonitor.shared.callbackQueue.sync { DispatchQueue.getSpecific(key: key) } == "current engine")
     }
 
     /// A monitor whose callback queue is the namespace's evaluation queue gets its changes
@@ -403,13 +403,13 @@ struct MonitorDeliveryTests {
     @Test func callbacksOnTheEvaluationQueueRunOnTheKernelReader() throws {
         let ns = try wiredNamespace("mon7e")
         defer { ns.delete() }
-        let queue = try Reachability.evaluationQueue(in: .named(ns.name))
+        let queue = try ReachabilityMonitor.evaluationQueue(in: .named(ns.name))
         let engine = try ReachabilityEngine.shared(namespace: .named(ns.name))
         #expect(queue === engine.queue)
         let key = DispatchSpecificKey<String>()
         engine.queue.setSpecific(key: key, value: "engine")
-        let inline = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name), queue: queue)
-        let byDefault = try Reachability(address: IPAddress("10.1.0.10")!, namespace: .named(ns.name))
+        let inline = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name), queue: queue)
+        let byDefault = try ReachabilityMonitor(address: IPAddress("10.1.0.10")!, namespace: .named(ns.name))
         let seen = Locked<[(monitor: String, reachable: Bool, queue: String?, thread: String)]>([])
         for (name, monitor) in [("inline", inline), ("default", byDefault)] {
             monitor.onChange = { _, answer in
@@ -443,8 +443,8 @@ struct MonitorDeliveryTests {
         try ns.batch(["address add 10.7.0.1/24 dev vx", "link set vx up", "link set vy up",
                       "route add 192.0.2.0/24 via 10.1.0.2 dev va",
                       "route add 192.0.2.0/24 via 10.7.0.2 dev vx table 100", "rule add from 10.7.0.1 lookup 100 pref 1000"])
-        let plain = try Reachability(address: IPAddress("192.0.2.5")!, namespace: .named(ns.name))
-        let sourced = try Reachability(localAddress: IPAddress("10.7.0.1")!, remoteAddress: IPAddress("192.0.2.5")!,
+        let plain = try ReachabilityMonitor(address: IPAddress("192.0.2.5")!, namespace: .named(ns.name))
+        let sourced = try ReachabilityMonitor(localAddress: IPAddress("10.7.0.1")!, remoteAddress: IPAddress("192.0.2.5")!,
                                        namespace: .named(ns.name))
         #expect(eventually { plain.answer.interface?.name == "va" })
         #expect(sourced.answer.interface?.name == "vx")
@@ -555,7 +555,7 @@ struct SharedSubscriptionTests {
         let ns = try wiredNamespace("monfd")
         defer { ns.delete() }
         let namespace = try NetworkNamespace.named(ns.name)
-        let first = try Reachability(address: IPAddress("10.1.0.9")!, namespace: namespace)
+        let first = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: namespace)
         first.startListening()
         let paths = NetworkPathMonitor(namespace: namespace)
         paths.start(queue: DispatchQueue(label: "test.fd"))
@@ -564,7 +564,7 @@ struct SharedSubscriptionTests {
         let before = identity.socketsHeld()
         #expect(before > 0)
         let monitors = try (0..<300).map { index in
-            let monitor = try Reachability(address: IPAddress("10.1.\(index / 250).\(index % 250 + 1)")!, namespace: namespace)
+            let monitor = try ReachabilityMonitor(address: IPAddress("10.1.\(index / 250).\(index % 250 + 1)")!, namespace: namespace)
             monitor.startListening()
             return monitor
         }
@@ -585,7 +585,7 @@ struct HostNameAnswerTests {
         defer { ns.delete() }
         try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
         let resolver = GatedResolver()
-        let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
+        let monitor = try ReachabilityMonitor(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
         let deliveries = Deliveries.listening(to: monitor)
         // While the name resolves, nothing is told: FXReachability's status is unknown, and a
         // query answers optimistically from the default route.
@@ -621,7 +621,7 @@ struct HostNameAnswerTests {
         defer { ns.delete() }
         try ns.batch(["route add default via 10.1.0.2", "route add blackhole 198.51.100.0/24"])
         let resolver = GatedResolver()
-        let monitor = try Reachability(target: .host("db.example.test"), namespace: .named(ns.name), resolver: resolver)
+        let monitor = try ReachabilityMonitor(target: .host("db.example.test"), namespace: .named(ns.name), resolver: resolver)
         #expect(monitor.isReachable)               // optimistic: the default route
         resolver.release(through: .max, with: [IPAddress("198.51.100.2")!])
         #expect(eventually { !monitor.isReachable })  // resolved: blackholed

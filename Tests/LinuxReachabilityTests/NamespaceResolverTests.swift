@@ -2,7 +2,7 @@ import Foundation
 import Netlink
 import NetnsTestSupport
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// A named namespace's own `/etc/netns/NAME/resolv.conf` is what `ip netns exec` mounts over
 /// `/etc/resolv.conf`: ``SystemHostResolver`` asks its name servers, with its search domains,

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Netlink
-@testable import Reachability
+@testable import LinuxReachability
 
 /// The userInfo of `statusDidChangeNotification`, written by index into a copy of a template.
 @Suite("Notification userInfo")
@@ -13,10 +13,10 @@ struct NotificationUserInfoTests {
         let info = StatusNotificationUserInfo.userInfo(status: .reachableViaWired, answer: Self.answer,
                                                        target: Self.target, previousStatus: .notReachable)
         #expect(info.count == 4)
-        #expect(info[Reachability.statusUserInfoKey] as? ReachabilityStatus == .reachableViaWired)
-        #expect(info[Reachability.previousStatusUserInfoKey] as? ReachabilityStatus == .notReachable)
-        #expect(info[Reachability.answerUserInfoKey] as? ReachabilityAnswer == Self.answer)
-        #expect(info[Reachability.targetUserInfoKey] as? ReachabilityTarget == Self.target)
+        #expect(info[ReachabilityMonitor.statusUserInfoKey] as? ReachabilityStatus == .reachableViaWired)
+        #expect(info[ReachabilityMonitor.previousStatusUserInfoKey] as? ReachabilityStatus == .notReachable)
+        #expect(info[ReachabilityMonitor.answerUserInfoKey] as? ReachabilityAnswer == Self.answer)
+        #expect(info[ReachabilityMonitor.targetUserInfoKey] as? ReachabilityTarget == Self.target)
         // Keys as a user would spell them, and no placeholder left behind.
         #expect(info["status"] != nil && info["previousStatus"] != nil)
         #expect(!info.values.contains { $0 is Void })
@@ -26,8 +26,8 @@ struct NotificationUserInfoTests {
         let info = StatusNotificationUserInfo.userInfo(status: .notReachable, answer: Self.answer,
                                                        target: Self.target, previousStatus: nil)
         #expect(info.count == 3)
-        #expect(info[Reachability.previousStatusUserInfoKey] == nil)
-        #expect(info[Reachability.statusUserInfoKey] as? ReachabilityStatus == .notReachable)
+        #expect(info[ReachabilityMonitor.previousStatusUserInfoKey] == nil)
+        #expect(info[ReachabilityMonitor.statusUserInfoKey] as? ReachabilityStatus == .notReachable)
         #expect(!info.values.contains { $0 is Void })
     }
 
@@ -35,13 +35,13 @@ struct NotificationUserInfoTests {
         let first = StatusNotificationUserInfo.userInfo(status: .reachableViaWiFi, answer: Self.answer,
                                                         target: Self.target, previousStatus: .notReachable)
         var mutated = first
-        mutated[Reachability.statusUserInfoKey] = ReachabilityStatus.notReachable
+        mutated[ReachabilityMonitor.statusUserInfoKey] = ReachabilityStatus.notReachable
         mutated["extra"] = 1
         let second = StatusNotificationUserInfo.userInfo(status: .reachableViaWWAN, answer: Self.answer,
                                                          target: Self.target, previousStatus: .reachableViaWiFi)
-        #expect(first[Reachability.statusUserInfoKey] as? ReachabilityStatus == .reachableViaWiFi)
-        #expect(second[Reachability.statusUserInfoKey] as? ReachabilityStatus == .reachableViaWWAN)
-        #expect(second[Reachability.previousStatusUserInfoKey] as? ReachabilityStatus == .reachableViaWiFi)
+        #expect(first[ReachabilityMonitor.statusUserInfoKey] as? ReachabilityStatus == .reachableViaWiFi)
+        #expect(second[ReachabilityMonitor.statusUserInfoKey] as? ReachabilityStatus == .reachableViaWWAN)
+        #expect(second[ReachabilityMonitor.previousStatusUserInfoKey] as? ReachabilityStatus == .reachableViaWiFi)
         #expect(second.count == 4 && second["extra"] == nil)
     }
 

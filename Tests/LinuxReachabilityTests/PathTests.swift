@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import Netlink
 import NetnsTestSupport
-import Reachability
+import LinuxReachability
 
 /// Paths, pure and live, and the middleware's reducer.
 @Suite("Paths")
@@ -243,7 +243,7 @@ struct PathTests {
         defer { ns.delete() }
         let (monitor, paths) = try Self.recordingPathMonitor(ns)
         defer { monitor.cancel() }
-        let internet = try Reachability(target: .internet, namespace: .named(ns.name))
+        let internet = try ReachabilityMonitor(target: .internet, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: internet)
         defer { internet.stopListening() }
         // `replace` changes the first of the two routes, nhid 1's: high ties with wa's (the

@@ -1,5 +1,5 @@
 import Netlink
-@testable import Reachability
+@testable import LinuxReachability
 import Testing
 
 /// `LinkClassifier.portsMayDecideType(ofKind:)` and `lowerLinkMayDecideType(ofKind:)` let

@@ -1,7 +1,7 @@
 import Foundation
 import Netlink
 import NetnsTestSupport
-import Reachability
+import LinuxReachability
 import Testing
 
 /// A `ReachabilityProbe` asks the kernel for the links an answer needs one by one (the scope's,

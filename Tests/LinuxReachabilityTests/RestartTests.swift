@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import Netlink
 import NetnsTestSupport
-@testable import Reachability
+@testable import LinuxReachability
 
 /// A resolver whose calls each wait until the test releases them. Calls are numbered from 1 in
 /// the order they start; the test releases them in order, each group with its own answer.
@@ -48,7 +48,7 @@ struct RestartTests {
     @Test func aRestartTellsTheCurrentAnswerFirstAgain() throws {
         let ns = try wiredNamespace("rst1")
         defer { ns.delete() }
-        let monitor = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
         let deliveries = Deliveries.listening(to: monitor)
         #expect(eventually { deliveries.count == 1 })
         monitor.stopListening()
@@ -64,13 +64,13 @@ struct RestartTests {
     @Test func aCoalescingWindowOfAnEndedListeningKeepsNothingOfTheNext() throws {
         let ns = try wiredNamespace("rst2")
         defer { ns.delete() }
-        let coalesced = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let coalesced = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
         coalesced.coalescingInterval = .seconds(3)
         let deliveries = Deliveries()
         coalesced.onChange = { _, answer in deliveries.append(answer) }
         // A monitor of the same target in the same engine: once it is told of a change, the
         // round that told it has put the change into `coalesced`'s window.
-        let witness = try Reachability(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
+        let witness = try ReachabilityMonitor(address: IPAddress("10.1.0.9")!, namespace: .named(ns.name))
         let witnessed = Deliveries()
         witness.onChange = { _, answer in witnessed.append(answer) }
         coalesced.startListening()
@@ -97,7 +97,7 @@ struct RestartTests {
         let ns = try routedNamespace("rst3")
         defer { ns.delete() }
         let resolver = GatedResolver()
-        let monitor = try Reachability(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
+        let monitor = try ReachabilityMonitor(target: .host("api.example.test"), namespace: .named(ns.name), resolver: resolver)
         let deliveries = Deliveries.listening(to: monitor)
         // The first watch resolves the name (once or more: its first round re-resolves too).
         #expect(eventually { resolver.callCount > 0 })

@@ -2,7 +2,7 @@ import Foundation
 import Netlink
 import NetnsTestSupport
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// A namespace with two upstream gateways on one link, a more specific route, and policy
 /// rules that send some destinations to table 100 or past the main table's default route.
@@ -82,7 +82,7 @@ struct SharedLookupTests {
     @Test func anAnswerFollowsANewPolicyRule() throws {
         let ns = try routedNamespace("rulefollow")
         defer { ns.delete() }
-        let monitor = try Reachability(address: IPAddress("198.18.9.9")!, namespace: .named(ns.name))
+        let monitor = try ReachabilityMonitor(address: IPAddress("198.18.9.9")!, namespace: .named(ns.name))
         let gateway = Locked<String?>(nil)
         monitor.onChange = { _, answer in gateway.withLock { $0 = answer.gateway?.description } }
         monitor.startListening()

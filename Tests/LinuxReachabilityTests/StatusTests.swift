@@ -1,6 +1,6 @@
 import Testing
 import Netlink
-import Reachability
+import LinuxReachability
 
 /// Every status mapping over the full table of flag combinations, against a transcription of
 /// each library's own logic.

@@ -3,7 +3,7 @@ import Netlink
 import NetnsTestSupport
 import Synchronization
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// The size of the storm: the CI run's by default, the full size with
 /// `REACH_STORM=full` (`scripts/stress.sh`).
@@ -37,7 +37,7 @@ private struct KernelRoute: Equatable, CustomStringConvertible {
 
 /// The storm and overflow scenario of RELIABILITY.md: with every notification socket forced
 /// to the kernel's smallest receive buffer, a burst of route, address and link changes runs
-/// while a `Reachability` monitor per target, a `NetworkPathMonitor`, `reach watch` and
+/// while a `ReachabilityMonitor` monitor per target, a `NetworkPathMonitor`, `reach watch` and
 /// `reach events` follow it. Afterwards every answer must equal the kernel's, every stream must
 /// still be alive, and the overflow must have been reported.
 @Suite("Storms and overflow", .enabled(if: namespacesAvailable, "needs root and iproute2"), .serialized)
@@ -125,7 +125,7 @@ struct StormTests {
 
         let answers = Locked<[String: ReachabilityAnswer]>([:])
         let monitors = try targets.map { target in
-            let monitor = try Reachability(address: IPAddress(target)!, namespace: namespace)
+            let monitor = try ReachabilityMonitor(address: IPAddress(target)!, namespace: namespace)
             monitor.onChange = { _, answer in answers.withLock { $0[target] = answer } }
             monitor.startListening()
             return monitor

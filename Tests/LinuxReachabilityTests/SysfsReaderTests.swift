@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-import Reachability
+import LinuxReachability
 
 /// The sysfs reader on small trees built here, odd ones included.
 @Suite("Sysfs reader")

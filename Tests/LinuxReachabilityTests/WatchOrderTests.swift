@@ -1,7 +1,7 @@
 import Netlink
 import NetnsTestSupport
 import Testing
-@testable import Reachability
+@testable import LinuxReachability
 
 /// The engine walks its targets in the order they were first watched (allocation order, which
 /// keeps a round over 10 000 monitors off main memory's latency; see `InsertionOrderedTable`).

@@ -70,7 +70,7 @@ struct SubscriptionExitTests {
         #expect(toldOther.load(ordering: .relaxed) == 1)
     }
 
-    /// `exit` from a callback on `Reachability`'s evaluation queue, whose rounds run inside the
+    /// `exit` from a callback on `ReachabilityMonitor`'s evaluation queue, whose rounds run inside the
     /// subscription's observer with `queue.sync`: the loop waits for the exiting block, which
     /// never ends, so the exit leaves it there instead of waiting for it (which took the whole
     /// wait, a second, before). An exit from a block of another queue that the loop's

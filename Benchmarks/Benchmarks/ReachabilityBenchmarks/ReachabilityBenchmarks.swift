@@ -2,7 +2,7 @@ import Benchmark
 import Dispatch
 import Foundation
 import Netlink
-import Reachability
+import LinuxReachability
 import Synchronization
 
 // The library's figures for BENCHMARKS.md. Each benchmark builds its own namespace (root is
@@ -35,13 +35,13 @@ let benchmarks: @Sendable () -> Void = {
                                            warmupIterations: 3, maxDuration: .seconds(5), maxIterations: 100_000)
 
     // 1. The answer of a watched target, read from the monitor: no kernel call.
-    nonisolated(unsafe) var cached: Reachability!
+    nonisolated(unsafe) var cached: ReachabilityMonitor!
     Benchmark("Cached answer", configuration: .init(metrics: [.wallClock, .mallocCountTotal], scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations { blackHole(cached.answer) }
     } setup: {
         let ns = try smallNamespace()
         let ready = Signal()
-        cached = try Reachability(address: IPAddress("10.200.0.2")!, namespace: ns.namespace)
+        cached = try ReachabilityMonitor(address: IPAddress("10.200.0.2")!, namespace: ns.namespace)
         cached.onChange = { _, _ in ready.fire() }
         cached.startListening()
         ready.wait()
@@ -75,7 +75,7 @@ let benchmarks: @Sendable () -> Void = {
     let allNotified = Signal()
     let monitorCount = 10_000
     for postsNotifications in [false, true] {
-        nonisolated(unsafe) var tenThousand: (ns: BenchNamespace, ip: IPCoprocess, monitors: [Reachability])!
+        nonisolated(unsafe) var tenThousand: (ns: BenchNamespace, ip: IPCoprocess, monitors: [ReachabilityMonitor])!
         let name = postsNotifications ? "10000 monitors posting notifications, one route change" : "10000 monitors, one route change"
         Benchmark(name, configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], warmupIterations: 1, maxIterations: 20)) { benchmark in
             for _ in benchmark.scaledIterations {
@@ -90,7 +90,7 @@ let benchmarks: @Sendable () -> Void = {
             let ns = try BenchNamespace(postsNotifications ? "tenkn" : "tenk")
             let queue = DispatchQueue(label: "bench.monitors")
             let monitors = try benchmarkAddresses(monitorCount).map { address in
-                let monitor = try Reachability(address: address, namespace: ns.namespace, queue: queue)
+                let monitor = try ReachabilityMonitor(address: address, namespace: ns.namespace, queue: queue)
                 monitor.postsNotifications = postsNotifications
                 monitor.onChange = { _, _ in
                     if notified.add(1, ordering: .relaxed).newValue == monitorCount { allNotified.fire() }
@@ -112,22 +112,22 @@ let benchmarks: @Sendable () -> Void = {
     //     target, previous status), from 10 000 objects, with nobody observing. The userInfo
     //     dictionaries are built before the clock starts: this is Foundation's posting alone,
     //     what the "posting notifications" figure above adds to the closures-only one at least.
-    nonisolated(unsafe) var posting: [(object: Reachability, userInfo: [AnyHashable: Any])]!
+    nonisolated(unsafe) var posting: [(object: ReachabilityMonitor, userInfo: [AnyHashable: Any])]!
     Benchmark("10000 NotificationCenter posts with a monitor's userInfo",
               configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], warmupIterations: 1, maxIterations: 50)) { benchmark in
         for _ in benchmark.scaledIterations {
             for (object, userInfo) in posting {
-                NotificationCenter.default.post(name: Reachability.statusDidChangeNotification, object: object, userInfo: userInfo)
+                NotificationCenter.default.post(name: ReachabilityMonitor.statusDidChangeNotification, object: object, userInfo: userInfo)
             }
         }
     } setup: {
         let namespace = try smallNamespace().namespace
-        let objects = try benchmarkAddresses(monitorCount).map { try Reachability(address: $0, namespace: namespace) }
+        let objects = try benchmarkAddresses(monitorCount).map { try ReachabilityMonitor(address: $0, namespace: namespace) }
         let answer = objects[0].answer
         posting = objects.map { object in
-            let userInfo: [AnyHashable: Any] = [Reachability.statusUserInfoKey: answer.status, Reachability.answerUserInfoKey: answer,
-                                                Reachability.targetUserInfoKey: object.target,
-                                                Reachability.previousStatusUserInfoKey: answer.status]
+            let userInfo: [AnyHashable: Any] = [ReachabilityMonitor.statusUserInfoKey: answer.status, ReachabilityMonitor.answerUserInfoKey: answer,
+                                                ReachabilityMonitor.targetUserInfoKey: object.target,
+                                                ReachabilityMonitor.previousStatusUserInfoKey: answer.status]
             return (object, userInfo)
         }
     } teardown: {
@@ -162,7 +162,7 @@ let benchmarks: @Sendable () -> Void = {
     // 5. Following a churn of 100 000 route additions and removals: the process's CPU time while
     //    its subscription and one watched target keep up. A sentinel route ends each round.
     nonisolated(unsafe) var churn: (ns: BenchNamespace, subscription: NetlinkSubscription, observation: NetlinkObservation,
-                                    monitor: Reachability, addFile: String, deleteFile: String)!
+                                    monitor: ReachabilityMonitor, addFile: String, deleteFile: String)!
     let sentinelSeen = Signal()
     Benchmark("Route churn, 100000 changes",
               configuration: .init(metrics: [.cpuTotal, .wallClock, .mallocCountTotal], warmupIterations: 0, maxIterations: 5)) { benchmark in
@@ -179,7 +179,7 @@ let benchmarks: @Sendable () -> Void = {
         let observation = subscription.observe { event in
             if case .route(.removed(let route)) = event, route.destination == sentinel { sentinelSeen.fire() }
         }
-        let monitor = try Reachability(address: IPAddress("11.0.0.1")!, namespace: ns.namespace)
+        let monitor = try ReachabilityMonitor(address: IPAddress("11.0.0.1")!, namespace: ns.namespace)
         monitor.startListening()
         let add = NSTemporaryDirectory() + "rbench-\(getpid())-churn-add.batch"
         let delete = NSTemporaryDirectory() + "rbench-\(getpid())-churn-del.batch"

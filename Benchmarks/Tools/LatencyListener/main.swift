@@ -3,7 +3,7 @@
 //
 //   latency-listener subscription          one line per NetlinkEvent, printed from the
 //                                          subscription's own thread
-//   latency-listener reachability ADDRESS  one line per change of a Reachability monitor's
+//   latency-listener reachability ADDRESS  one line per change of a ReachabilityMonitor monitor's
 //                                          answer, printed from its default callback queue
 //   latency-listener reachability-inline ADDRESS
 //                                          the same, with the namespace's evaluation queue as
@@ -19,7 +19,7 @@
 //                                          subscription's thread, one lookupRoute for ADDRESS
 //                                          and a line when the route or its link's up and
 //                                          carrier flags changed. The least an answer costs
-//                                          through that layer, without the Reachability engine
+//                                          through that layer, without the ReachabilityMonitor engine
 //                                          (no classification, flags, state of answers or
 //                                          delivery)
 //
@@ -28,7 +28,7 @@
 import Dispatch
 import Glibc
 import Netlink
-import Reachability
+import LinuxReachability
 import Synchronization
 
 /// Writes one line with a single write(2): no buffering between the event and the harness.
@@ -87,8 +87,8 @@ case "reachability" where arguments.count == 3, "reachability-inline" where argu
         printLine("latency-listener: not an address literal\n")
         exit(2)
     }
-    let queue = arguments[1] == "reachability-inline" ? try Reachability.evaluationQueue() : nil
-    let monitor = try Reachability(address: address, queue: queue)
+    let queue = arguments[1] == "reachability-inline" ? try ReachabilityMonitor.evaluationQueue() : nil
+    let monitor = try ReachabilityMonitor(address: address, queue: queue)
     monitor.postsNotifications = false
     monitor.onChange = { _, _ in printLine("CHANGED\n") }
     monitor.startListening()

@@ -1,13 +1,13 @@
 // monitor-fanout CHANGES NOTIFY: what the "10000 monitors" benchmark does, as a plain program
 // for profilers. Creates its own namespace (rfan-PID: a veth and a default route via
-// 10.200.0.2), starts 10 000 `Reachability` monitors of 198.18.x.y on one queue (posting
+// 10.200.0.2), starts 10 000 `ReachabilityMonitor` monitors of 198.18.x.y on one queue (posting
 // notifications when NOTIFY is 1), waits for every first answer, then makes CHANGES default-route
 // replacements (via .3, .2, ...), each waited for until all 10 000 monitors have been told, and
 // prints each one's wall time. Root; the namespace is deleted at exit.
 import Dispatch
 import Foundation
 import Netlink
-import Reachability
+import LinuxReachability
 import Synchronization
 
 let arguments = CommandLine.arguments
@@ -35,7 +35,7 @@ let queue = DispatchQueue(label: "monitor-fanout")
 let told = Atomic<Int>(0)
 let allTold = DispatchSemaphore(value: 0)
 let monitors = try (0..<monitorCount).map { index in
-    let monitor = try Reachability(address: IPAddress("198.18.\(index / 250).\(index % 250 + 1)")!,
+    let monitor = try ReachabilityMonitor(address: IPAddress("198.18.\(index / 250).\(index % 250 + 1)")!,
                                    namespace: namespace, queue: queue)
     monitor.postsNotifications = arguments[2] == "1"
     monitor.onChange = { _, _ in

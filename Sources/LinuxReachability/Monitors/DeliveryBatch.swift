@@ -86,7 +86,7 @@ final class DeliveryBatch: @unchecked Sendable {
     }
 }
 
-/// What a ``DeliveryBatch`` delivers answers to (a ``Reachability`` monitor).
+/// What a ``DeliveryBatch`` delivers answers to (a ``ReachabilityMonitor`` monitor).
 protocol BatchedAnswerRecipient: AnyObject, Sendable {
     /// Takes `answer`, evaluated for the watch opened as `generation`, on the callback queue.
     func deliverBatched(_ answer: ReachabilityAnswer, generation: Int)

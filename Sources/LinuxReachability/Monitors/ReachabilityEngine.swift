@@ -239,14 +239,14 @@ final class ReachabilityEngine: Sendable {
         return engine?.subscription.termination == nil ? engine : nil
     }
 
-    /// The serial queue of the shared engines of `namespace` (see `Reachability.evaluationQueue(in:)`):
+    /// The serial queue of the shared engines of `namespace` (see `ReachabilityMonitor.evaluationQueue(in:)`):
     /// one queue for as long as anyone holds it, so that a monitor given it meets the engine
     /// that runs on it, however many engines come and go meanwhile.
     static func evaluationQueue(of identity: NetworkNamespace.Identity, namespace: NetworkNamespace) -> DispatchQueue {
         queues.withLock { queues in
             if let queue = queues[identity]?.value { return queue }
             queues = queues.filter { $0.value.value != nil }
-            let queue = DispatchQueue(label: "Reachability.engine \(namespace)")
+            let queue = DispatchQueue(label: "ReachabilityMonitor.engine \(namespace)")
             queues[identity] = WeakQueue(value: queue)
             return queue
         }
@@ -256,7 +256,7 @@ final class ReachabilityEngine: Sendable {
          resolver: any HostResolver, resolutionTimeout: Duration = BoundedResolution.defaultTimeout,
          queue: DispatchQueue? = nil) throws(NetlinkError) {
         self.namespace = namespace
-        self.queue = queue ?? DispatchQueue(label: "Reachability.engine \(namespace)")
+        self.queue = queue ?? DispatchQueue(label: "ReachabilityMonitor.engine \(namespace)")
         subscription = try NetlinkSubscription.shared(namespace: namespace)
         connection = try NetlinkConnection(namespace: namespace)
         classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
@@ -1041,7 +1041,7 @@ final class ReachabilityEngine: Sendable {
 /// concurrent one, does not start libdispatch's once-a-second thread-pool monitor.
 final class ResolutionExecutor: TaskExecutor {
     static let shared = ResolutionExecutor()
-    private let queue = DispatchQueue(label: "Reachability.resolution")
+    private let queue = DispatchQueue(label: "ReachabilityMonitor.resolution")
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

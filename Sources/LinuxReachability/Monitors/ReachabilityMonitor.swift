@@ -5,7 +5,7 @@ import Netlink
 /// Tells a delegate about reachability changes (Nexum's `NXNetworkDelegate`).
 public protocol ReachabilityDelegate: AnyObject, Sendable {
     /// The answer for `reachability`'s target changed (or, first, became known).
-    func reachability(_ reachability: Reachability, didChange answer: ReachabilityAnswer)
+    func reachability(_ reachability: ReachabilityMonitor, didChange answer: ReachabilityAnswer)
 }
 
 /// A reachability monitor for one target, in the style of Nexum, FXReachability, Ola and
@@ -18,10 +18,10 @@ public protocol ReachabilityDelegate: AnyObject, Sendable {
 /// the same target, it is evaluated once per kernel change, on one subscription per namespace.
 /// Callbacks run on ``callbackQueue``; after ``stopListening()`` (or deinit) returns, none
 /// runs, unless it is called from inside a callback. Releasing the object stops it.
-public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswerRecipient {
+public final class ReachabilityMonitor: Sendable, CustomStringConvertible, BatchedAnswerRecipient {
     /// Posted on the callback queue after every change while ``postsNotifications`` is `true`
     /// (the default), whatever else is set (a delegate, ``onChange``).
-    /// `object` is the ``Reachability``; `userInfo` has ``statusUserInfoKey``,
+    /// `object` is the ``ReachabilityMonitor``; `userInfo` has ``statusUserInfoKey``,
     /// ``previousStatusUserInfoKey`` (absent for the first answer), ``answerUserInfoKey`` and
     /// ``targetUserInfoKey``.
     public static let statusDidChangeNotification = Notification.Name("ReachabilityStatusDidChange")
@@ -40,7 +40,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     /// listens. A query while it does not listen uses the engine that another monitor holds,
     /// or starts one for the query alone: for repeated queries, listen, keep a monitor of
     /// your own, or ask a ``ReachabilityProbe``.
-    public static let shared: Reachability = Reachability(
+    public static let shared: ReachabilityMonitor = ReachabilityMonitor(
         target: .internet,
         engineQueue: (try? NetworkNamespace.current.identity()).map { ReachabilityEngine.evaluationQueue(of: $0, namespace: .current) },
         engine: { try? ReachabilityEngine.shared(namespace: .current) })
@@ -54,12 +54,12 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         var answer: ReachabilityAnswer?
         /// The engine's newest answer for the target while listening, stored as the round that
         /// judged it hands it over, before any callback queue or coalescing window: what
-        /// ``Reachability/answer`` returns, with one lock.
+        /// ``ReachabilityMonitor/answer`` returns, with one lock.
         var latest: ReachabilityAnswer?
         /// The listening generation that `latest` may come from.
         var generation = 0
         weak var delegate: (any ReachabilityDelegate)?
-        var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
+        var onChange: (@Sendable (ReachabilityMonitor, ReachabilityAnswer) -> Void)?
         var allowsCellularConnection = true
         var coalescingInterval: DispatchTimeInterval?
         var postsNotifications = true
@@ -90,7 +90,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         state = Locked(State(target: target))
         engineProvider = engine
         self.engineQueue = engineQueue
-        callbackQueue = queue ?? DispatchQueue(label: "Reachability.callbacks", target: engineQueue)
+        callbackQueue = queue ?? DispatchQueue(label: "ReachabilityMonitor.callbacks", target: engineQueue)
     }
 
     /// A monitor of any target in `namespace`.
@@ -255,7 +255,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     }
 
     /// A closure called on ``callbackQueue`` with every change.
-    public var onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)? {
+    public var onChange: (@Sendable (ReachabilityMonitor, ReachabilityAnswer) -> Void)? {
         get { state.withLock { $0.onChange } }
         set {
             var replaced = newValue
@@ -370,7 +370,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     ///
     /// The sequence holds its own watch of the target, apart from ``startListening()`` and
     /// ``stopListening()`` and from the monitor's lifetime (`for await answer in
-    /// Reachability(host: ...).updates()` works without keeping the monitor). It ends when the
+    /// ReachabilityMonitor(host: ...).updates()` works without keeping the monitor). It ends when the
     /// iterating task is cancelled or the loop is left, and after the answer
     /// ``UnreachableReason/monitoringEnded(_:)`` when the namespace goes away: nothing follows
     /// that answer.
@@ -385,7 +385,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
         return stream
     }
 
-    public var description: String { "Reachability(\(target))" }
+    public var description: String { "ReachabilityMonitor(\(target))" }
 
     // MARK: - Delivery
 
@@ -441,7 +441,7 @@ public final class Reachability: Sendable, CustomStringConvertible, BatchedAnswe
     private struct Callbacks {
         let previousStatus: ReachabilityStatus?
         let delegate: (any ReachabilityDelegate)?
-        let onChange: (@Sendable (Reachability, ReachabilityAnswer) -> Void)?
+        let onChange: (@Sendable (ReachabilityMonitor, ReachabilityAnswer) -> Void)?
         let notify: Bool
     }
 

@@ -1,4 +1,4 @@
-/// Builds the `userInfo` of ``Reachability/statusDidChangeNotification`` without hashing its keys.
+/// Builds the `userInfo` of ``ReachabilityMonitor/statusDidChangeNotification`` without hashing its keys.
 ///
 /// A `[AnyHashable: Any]` filled key by key hashes every key through `AnyHashable` (some 460
 /// instructions for a short string) and compares colliding keys with a dynamic cast; for 10 000
@@ -24,14 +24,14 @@ struct StatusNotificationUserInfo: @unchecked Sendable {
     private let previousStatus: Dictionary<AnyHashable, Any>.Index?
 
     private init(withPreviousStatus: Bool) {
-        var keys = [Reachability.statusUserInfoKey, Reachability.answerUserInfoKey, Reachability.targetUserInfoKey]
-        if withPreviousStatus { keys.append(Reachability.previousStatusUserInfoKey) }
+        var keys = [ReachabilityMonitor.statusUserInfoKey, ReachabilityMonitor.answerUserInfoKey, ReachabilityMonitor.targetUserInfoKey]
+        if withPreviousStatus { keys.append(ReachabilityMonitor.previousStatusUserInfoKey) }
         var dictionary = [AnyHashable: Any](minimumCapacity: keys.count)
         for key in keys { dictionary[key] = () }
-        status = dictionary.index(forKey: Reachability.statusUserInfoKey)!
-        answer = dictionary.index(forKey: Reachability.answerUserInfoKey)!
-        target = dictionary.index(forKey: Reachability.targetUserInfoKey)!
-        previousStatus = withPreviousStatus ? dictionary.index(forKey: Reachability.previousStatusUserInfoKey)! : nil
+        status = dictionary.index(forKey: ReachabilityMonitor.statusUserInfoKey)!
+        answer = dictionary.index(forKey: ReachabilityMonitor.answerUserInfoKey)!
+        target = dictionary.index(forKey: ReachabilityMonitor.targetUserInfoKey)!
+        previousStatus = withPreviousStatus ? dictionary.index(forKey: ReachabilityMonitor.previousStatusUserInfoKey)! : nil
         template = dictionary
     }
 

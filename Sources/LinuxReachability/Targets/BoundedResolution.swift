@@ -17,7 +17,7 @@ public enum BoundedResolution {
 
     /// The deadlines' timers run here: a serial queue of the library's own (a global queue
     /// would start libdispatch's worker-pool monitor, a timer for the life of the process).
-    private static let deadlines = DispatchQueue(label: "Reachability.resolutionDeadlines")
+    private static let deadlines = DispatchQueue(label: "ReachabilityMonitor.resolutionDeadlines")
 
     /// `addresses` with each IPv4-mapped IPv6 address replaced by the IPv4 address a socket
     /// sends to (a hosts file may list one), a scope kept only on an IPv6 link-local address

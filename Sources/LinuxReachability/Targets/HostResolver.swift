@@ -239,7 +239,7 @@ extension IPAddress {
 /// start libdispatch's thread-pool monitor, a timer that wakes the process every second for as
 /// long as it lives; a monitoring library must cost nothing while nothing changes.
 final class BlockingLanes: Sendable {
-    static let resolution = BlockingLanes(label: "Reachability.resolver", count: 4)
+    static let resolution = BlockingLanes(label: "ReachabilityMonitor.resolver", count: 4)
 
     private let lanes: [DispatchQueue]
     private let cursor = Atomic<Int>(0)

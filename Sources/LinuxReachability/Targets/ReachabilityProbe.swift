@@ -11,7 +11,7 @@ import Netlink
 /// beyond (and the loopback link when an `iif` rule compares its name); only when a rule or a
 /// default route selects by source does it read every link and address, which the kernel
 /// chooses a source from. For answers that follow changes, use
-/// ``Reachability`` or ``NetworkPathMonitor``.
+/// ``ReachabilityMonitor`` or ``NetworkPathMonitor``.
 public final class ReachabilityProbe: Sendable {
     /// The namespace asked.
     public let namespace: NetworkNamespace

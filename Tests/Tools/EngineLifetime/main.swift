@@ -11,7 +11,7 @@
 import Dispatch
 import Glibc
 import Netlink
-import Reachability
+import LinuxReachability
 import Synchronization
 
 let arguments = CommandLine.arguments
@@ -89,7 +89,7 @@ func settle(to descriptors: Int? = nil) {
 /// monitor started on a queue and a path sequence, the last two iterated by tasks that are
 /// cancelled. Returns once each has had its first answer and has been let go.
 func useEveryMonitor() async throws {
-    let monitor = try Reachability(address: IPAddress("10.9.0.2")!, namespace: namespace)
+    let monitor = try ReachabilityMonitor(address: IPAddress("10.9.0.2")!, namespace: namespace)
     monitor.postsNotifications = false
     let told = Flag()
     monitor.onChange = { _, _ in told.set() }
