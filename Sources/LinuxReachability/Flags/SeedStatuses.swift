@@ -91,7 +91,7 @@ public enum OlaStatus: Int, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Reachability.swift's `ReachabilityMonitor.Connection`.
+/// Reachability.swift's `Reachability.Connection`.
 public enum ReachabilityConnection: Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Not reachable (or cellular while cellular is not allowed).
     case unavailable
