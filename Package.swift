@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "LinuxReachability", targets: ["LinuxReachability"]),
+        .library(name: "ReachabilityCompat", targets: ["ReachabilityCompat"]),
         .executable(name: "reach", targets: ["reach"]),
     ],
     dependencies: [
@@ -31,6 +32,8 @@ let package = Package(
         .target(name: "Netlink", dependencies: ["CNetlink"]),
         // What the kernel facts mean for reachability.
         .target(name: "LinuxReachability", dependencies: ["Netlink", "CAres"]),
+        // The seed libraries' dialects: their statuses, notifications and middleware.
+        .target(name: "ReachabilityCompat", dependencies: ["Netlink", "LinuxReachability"]),
         // The command-line tool.
         .executableTarget(
             name: "reach",
@@ -49,7 +52,7 @@ let package = Package(
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport"]),
         // Tests/Fixtures/sysfs (driver sysfs trees, with sysfs's own symlink loops) lies outside
         // every target on purpose: SwiftPM would follow the loops while scanning sources.
-        .testTarget(name: "LinuxReachabilityTests", dependencies: ["LinuxReachability", "NetnsTestSupport"]),
+        .testTarget(name: "LinuxReachabilityTests", dependencies: ["LinuxReachability", "ReachabilityCompat", "NetnsTestSupport"]),
         .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
         // Property-based tests of every parser that takes outside data.
         .testTarget(

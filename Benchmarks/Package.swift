@@ -3,10 +3,12 @@
 // `swift package benchmark` here, or `./compare.sh` for the table beside the peers.
 import PackageDescription
 
-/// The library's two modules, which every target here measures.
+/// The library's modules, which the targets here measure (the compatibility module for the
+/// notifications' cost).
 let library: [Target.Dependency] = [
     .product(name: "Netlink", package: "swift-linux-reachability"),
     .product(name: "LinuxReachability", package: "swift-linux-reachability"),
+    .product(name: "ReachabilityCompat", package: "swift-linux-reachability"),
 ]
 
 let package = Package(

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the symbol graphs and converts both DocC catalogs; fails on any DocC warning
+# Builds the symbol graphs and converts the DocC catalogs; fails on any DocC warning
 # (broken symbol links, undocumented parameters) and on a Swift example of README.md that does
 # not compile. Not part of CI's test run.
 set -eu
@@ -7,10 +7,17 @@ cd "$(dirname "$0")/.."
 graphs=$(mktemp -d)
 output=$(mktemp -d)
 trap 'rm -rf "$graphs" "$output"' EXIT
-swift build --target LinuxReachability -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
+swift build --target ReachabilityCompat -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
 status=0
-for module in Netlink LinuxReachability; do
-    log=$(docc convert "Sources/$module/$module.docc" --additional-symbol-graph-dir "$graphs" \
+for module in Netlink LinuxReachability ReachabilityCompat; do
+    # Each catalog with its own module's graphs only: a module's graph also holds the types it
+    # re-exports, which are another catalog's.
+    mkdir -p "$graphs/$module"
+    cp "$graphs/$module.symbols.json" "$graphs/$module"/
+    for extension in "$graphs/$module"@*.symbols.json; do
+        [ -e "$extension" ] && cp "$extension" "$graphs/$module"/
+    done
+    log=$(docc convert "Sources/$module/$module.docc" --additional-symbol-graph-dir "$graphs/$module" \
         --output-path "$output/$module" --fallback-display-name "$module" \
         --fallback-bundle-identifier "$module" 2>&1) || status=1
     if printf '%s\n' "$log" | grep -q "warning:"; then
@@ -18,7 +25,7 @@ for module in Netlink LinuxReachability; do
         status=1
     fi
 done
-[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink and LinuxReachability"
+[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink, LinuxReachability and ReachabilityCompat"
 
 # README.md's Swift examples, each on its own with only its own imports, type-checked against the
 # modules just built (the article snippets are compiled by DocumentationSnippetTests).

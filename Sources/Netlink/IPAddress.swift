@@ -200,7 +200,7 @@ public enum IPAddress: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var isUnspecified: Bool { self == .v4(.any) || self == .v6(.any) }
 
     /// The address a socket sends to: the IPv4 address inside an IPv4-mapped IPv6 address
-    /// (``IPv6Address/mappedIPv4``), which a dual-stack socket reaches over IPv4; any other
+    /// (`IPv6Address.mappedIPv4`), which a dual-stack socket reaches over IPv4; any other
     /// address unchanged.
     public var unmapped: IPAddress {
         if case .v6(let address) = self, let inner = address.mappedIPv4 { return .v4(inner) }

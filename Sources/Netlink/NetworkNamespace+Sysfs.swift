@@ -16,9 +16,9 @@ extension NetworkNamespace {
     ///
     /// - Parameter body: Reads sysfs below the path it is given. It runs on another thread
     ///   for a namespace other than ``current``; it must not rely on thread-local state.
-    /// - Throws: ``NetlinkError/namespaceNotFound`` and the other namespace errors of
-    ///   opening the namespace, ``NetlinkError/namespacePermissionDenied`` without
-    ///   `CAP_SYS_ADMIN`, or a ``NetlinkError`` whose `systemErrno` and `context` name the
+    /// - Throws: `NetlinkError.namespaceNotFound` and the other namespace errors of
+    ///   opening the namespace, `NetlinkError.namespacePermissionDenied` without
+    ///   `CAP_SYS_ADMIN`, or a `NetlinkError` whose `systemErrno` and `context` name the
     ///   step (`unshare`, `mount`, `setns`) that failed.
     public func withSysfs<T>(_ body: @escaping @Sendable (_ sysfsRoot: String) -> T) throws(NetlinkError) -> T {
         if isCurrent { return body("/sys") }
@@ -26,7 +26,7 @@ extension NetworkNamespace {
     }
 
     /// Opens a sysfs tree that shows this namespace's links and keeps it open, for reads with
-    /// `openat` from any thread (``SysfsDirectory``).
+    /// `openat` from any thread (`SysfsDirectory`).
     ///
     /// For ``current`` it opens `/sys`. For any other namespace it mounts a fresh read-only
     /// sysfs as ``withSysfs(_:)`` does, on a dedicated thread, opens its root, and lets the
@@ -38,7 +38,7 @@ extension NetworkNamespace {
     /// `CAP_SYS_ADMIN` for a namespace other than ``current``. The open tree does not keep the
     /// namespace alive (its links go when it is deleted), but it pins the kernel's record of it
     /// (a few KiB) and the sysfs superblock until the directory is released.
-    /// - Throws: The errors of ``withSysfs(_:)``, or a ``NetlinkError`` whose `context` says
+    /// - Throws: The errors of ``withSysfs(_:)``, or a `NetlinkError` whose `context` says
     ///   that the mounted root could not be opened.
     public func openSysfs() throws(NetlinkError) -> SysfsDirectory {
         let target = try openDescriptor()
@@ -96,7 +96,7 @@ extension NetworkNamespace {
     }
 }
 
-/// An open sysfs tree that shows one network namespace's links (``NetworkNamespace/openSysfs()``):
+/// An open sysfs tree that shows one network namespace's links (`NetworkNamespace.openSysfs()`):
 /// its root directory, read with `openat` relative to ``descriptor`` (`class/net/NAME/...`),
 /// from any thread. The descriptor is closed when the last reference goes.
 public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {

@@ -28,7 +28,7 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
 
     /// A namespace by name, as `/run/netns/NAME`.
     ///
-    /// - Throws: ``NetlinkError/invalidNamespaceName`` for an empty or over-long name (more than
+    /// - Throws: `NetlinkError.invalidNamespaceName` for an empty or over-long name (more than
     ///   255 bytes), `.`, `..`, or a name with `/` or NUL in it.
     public static func named(_ name: String) throws(NetlinkError) -> NetworkNamespace {
         guard !name.isEmpty, name.utf8.count <= 255, name != ".", name != "..",
@@ -42,7 +42,7 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     /// A namespace by the path of its file (a bind mount made by `ip netns add`, or
     /// `/proc/PID/ns/net`).
     ///
-    /// - Throws: ``NetlinkError/invalidNamespaceName`` for an empty or over-long path
+    /// - Throws: `NetlinkError.invalidNamespaceName` for an empty or over-long path
     ///   (`PATH_MAX`) or one with NUL in it.
     public static func path(_ path: String) throws(NetlinkError) -> NetworkNamespace {
         guard !path.isEmpty, path.utf8.count < Int(PATH_MAX), !path.utf8.contains(0) else {
@@ -200,7 +200,7 @@ func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Void) 
 }
 
 /// Starts a detached POSIX thread running `body`.
-/// - Throws: A ``NetlinkError`` with `pthread_create`'s error (`EAGAIN` at the process's or
+/// - Throws: A `NetlinkError` with `pthread_create`'s error (`EAGAIN` at the process's or
 ///   user's limit of threads); `body` is released without running.
 func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetlinkError) {
     final class Box { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }

@@ -46,9 +46,6 @@ struct WatchCommand: ParsableCommand {
         let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
             .map { text, target throws(ReachabilityError) -> ReachabilityMonitor in
                 let monitor = try ReachabilityMonitor(target: target, namespace: namespace, queue: queue)
-                // The tool observes no notification: posting them would cost each change
-                // Foundation's `post` for nobody.
-                monitor.postsNotifications = false
                 let json = self.json
                 monitor.onChange = { _, answer in
                     if json {
@@ -105,7 +102,6 @@ struct WaitCommand: ParsableCommand {
     func run() throws {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let monitor = try ReachabilityMonitor(target: parsed, namespace: try namespaceOption.namespace())
-        monitor.postsNotifications = false
         let outcome = EndOfMonitoring()
         monitor.onChange = { _, answer in outcome.note(answer, reachable: answer.isReachable) }
         let deadline = timeout.map(Self.deadline(after:)) ?? .distantFuture

@@ -4,6 +4,7 @@ import Testing
 import Netlink
 import NetnsTestSupport
 import LinuxReachability
+import ReachabilityCompat
 
 /// The snippets of the DocC articles, compiled and run (in the current namespace, read only;
 /// address literals only, no name resolution).
@@ -28,19 +29,20 @@ struct DocumentationSnippetTests {
         monitor.cancel()
     }
 
-    @Test func comingFromReachabilityLibraries() {
-        let reachability = ReachabilityMonitor.shared
-        let observer = NotificationCenter.default.addObserver(forName: ReachabilityMonitor.statusDidChangeNotification,
-                                                              object: reachability, queue: nil) { note in
-            print(note.userInfo?[ReachabilityMonitor.statusUserInfoKey] ?? "?")
-        }
+    @Test func comingFromReachabilityLibraries() throws {
+        let reachability = try Reachability()
         reachability.allowsCellularConnection = false
-        reachability.onChange = { reachability, _ in
-            print(reachability.connection, reachability.networkStatus, reachability.alamofireStatus)
+        reachability.whenReachable = { reachability in print("reachable over", reachability.connection) }
+        reachability.whenUnreachable = { _ in print("not reachable") }
+        let observer = NotificationCenter.default.addObserver(forName: .reachabilityChanged, object: reachability,
+                                                              queue: nil) { note in
+            print((note.object as? Reachability)?.connection ?? "?")
         }
-        reachability.startListening()
-        reachability.stopListening()
-        reachability.onChange = nil
+        try reachability.startNotifier()
+        reachability.stopNotifier()
+
+        let monitor = ReachabilityMonitor.shared
+        print(monitor.networkStatus, monitor.alamofireStatus, monitor.fxStatus, monitor.reach())
         NotificationCenter.default.removeObserver(observer)
     }
 

@@ -55,7 +55,6 @@ struct LifetimeTests {
             let record = MonitorRecord()
             records.append(record)
             let monitor = try ReachabilityMonitor(address: IPAddress("10.1.\(cycle % 2).\(cycle % 250 + 1)")!, namespace: namespace, queue: queue)
-            monitor.postsNotifications = false
             monitor.onChange = { _, _ in record.called() }
             monitor.startListening()
             weakMonitors.append(WeakReachability(monitor))

@@ -5,6 +5,7 @@ import Testing
 import Netlink
 import NetnsTestSupport
 @testable import LinuxReachability
+import ReachabilityCompat
 
 /// Collects what a monitor delivers.
 final class Deliveries: Sendable {
@@ -108,6 +109,7 @@ struct MonitorTests {
         let ns = try wiredNamespace("mon3")
         defer { ns.delete() }
         let monitor = try ReachabilityMonitor(address: Self.target, namespace: .named(ns.name))
+        monitor.postsNotifications = true
         let delegate = RecordingDelegate()
         monitor.delegate = delegate
         typealias Posted = (status: ReachabilityStatus?, previous: ReachabilityStatus?, target: ReachabilityTarget?,

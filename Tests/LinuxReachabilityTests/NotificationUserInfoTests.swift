@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Netlink
 @testable import LinuxReachability
+@testable import ReachabilityCompat
 
 /// The userInfo of `statusDidChangeNotification`, written by index into a copy of a template.
 @Suite("Notification userInfo")

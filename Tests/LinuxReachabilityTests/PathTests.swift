@@ -5,6 +5,7 @@ import Testing
 import Netlink
 import NetnsTestSupport
 import LinuxReachability
+import ReachabilityCompat
 
 /// Paths, pure and live, and the middleware's reducer.
 @Suite("Paths")

@@ -1,6 +1,7 @@
 import Testing
 import Netlink
 import LinuxReachability
+import ReachabilityCompat
 
 /// Every status mapping over the full table of flag combinations, against a transcription of
 /// each library's own logic.

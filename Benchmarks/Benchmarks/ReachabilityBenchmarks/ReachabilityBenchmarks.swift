@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Netlink
 import LinuxReachability
+import ReachabilityCompat
 import Synchronization
 
 // The library's figures for BENCHMARKS.md. Each benchmark builds its own namespace (root is

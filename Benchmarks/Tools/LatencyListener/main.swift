@@ -89,7 +89,6 @@ case "reachability" where arguments.count == 3, "reachability-inline" where argu
     }
     let queue = arguments[1] == "reachability-inline" ? try ReachabilityMonitor.evaluationQueue() : nil
     let monitor = try ReachabilityMonitor(address: address, queue: queue)
-    monitor.postsNotifications = false
     monitor.onChange = { _, _ in printLine("CHANGED\n") }
     monitor.startListening()
     printLine("READY\n")

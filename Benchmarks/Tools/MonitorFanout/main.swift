@@ -8,6 +8,7 @@ import Dispatch
 import Foundation
 import Netlink
 import LinuxReachability
+import ReachabilityCompat
 import Synchronization
 
 let arguments = CommandLine.arguments

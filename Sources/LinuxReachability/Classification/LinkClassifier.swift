@@ -3,7 +3,7 @@ import Netlink
 /// The pure classifier: ``LinkFacts`` in, ``LinkClassification`` out, no I/O.
 ///
 /// The evidence is weighed in this order; the first rule that matches decides
-/// (the article <doc:LinkClassification> gives the reason for each):
+/// (the article <doc:ClassifyingLinks> gives the reason for each):
 ///
 /// 1. A radio in sysfs: `phy80211`, `wireless/`, or `DEVTYPE=wlan` is Wi-Fi; `DEVTYPE=wwan`
 ///    is cellular. This outranks the rtnetlink kind.

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Netlink
 
 /// Tells a delegate about reachability changes (Nexum's `NXNetworkDelegate`).
@@ -10,7 +9,7 @@ public protocol ReachabilityDelegate: AnyObject, Sendable {
 
 /// A reachability monitor for one target, in the style of Nexum, FXReachability, Ola and
 /// Reachability.swift: a shared instance for the internet, one object per host or address,
-/// listening versus querying, and every way of being told (delegate, closure, notification,
+/// listening versus querying, and three ways of being told (delegate, closure,
 /// `AsyncSequence`).
 ///
 /// ``flags`` and ``status`` are correct at any time, listening or not. While listening, the
@@ -19,21 +18,6 @@ public protocol ReachabilityDelegate: AnyObject, Sendable {
 /// Callbacks run on ``callbackQueue``; after ``stopListening()`` (or deinit) returns, none
 /// runs, unless it is called from inside a callback. Releasing the object stops it.
 public final class ReachabilityMonitor: Sendable, CustomStringConvertible, BatchedAnswerRecipient {
-    /// Posted on the callback queue after every change while ``postsNotifications`` is `true`
-    /// (the default), whatever else is set (a delegate, ``onChange``).
-    /// `object` is the ``ReachabilityMonitor``; `userInfo` has ``statusUserInfoKey``,
-    /// ``previousStatusUserInfoKey`` (absent for the first answer), ``answerUserInfoKey`` and
-    /// ``targetUserInfoKey``.
-    public static let statusDidChangeNotification = Notification.Name("ReachabilityStatusDidChange")
-    /// userInfo key: the new ``ReachabilityStatus``.
-    public static let statusUserInfoKey = "status"
-    /// userInfo key: the previous ``ReachabilityStatus``.
-    public static let previousStatusUserInfoKey = "previousStatus"
-    /// userInfo key: the new ``ReachabilityAnswer``.
-    public static let answerUserInfoKey = "answer"
-    /// userInfo key: the ``ReachabilityTarget``.
-    public static let targetUserInfoKey = "target"
-
     /// The internet in the current namespace; call ``startListening()`` to be told of changes.
     ///
     /// It holds the namespace's engine (its subscription, thread and sockets) only while it
@@ -60,9 +44,9 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
         var generation = 0
         weak var delegate: (any ReachabilityDelegate)?
         var onChange: (@Sendable (ReachabilityMonitor, ReachabilityAnswer) -> Void)?
-        var allowsCellularConnection = true
         var coalescingInterval: DispatchTimeInterval?
-        var postsNotifications = true
+        /// What a module of this package adds to every delivery (see `setDeliveryHook(_:)`).
+        var deliveryHook: (@Sendable (ReachabilityMonitor, ReachabilityAnswer, ReachabilityStatus?) -> Void)?
         /// The newest answer waiting for the end of a coalescing window, if one is open, and
         /// the listening generation it belongs to: a window opened before a stop must not take
         /// the answers of the next start (its timer delivers to a closed generation).
@@ -73,7 +57,7 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     private let state: Locked<State>
     private let engineProvider: @Sendable () -> ReachabilityEngine?
     private let gate = CallbackGate()
-    /// The queue callbacks, the delegate and notifications run on: the one given at creation,
+    /// The queue callbacks and the delegate run on: the one given at creation,
     /// or a private serial queue that targets the namespace's evaluation queue (see
     /// ``init(target:namespace:queue:resolver:resolutionTimeout:)`` and
     /// ``evaluationQueue(in:)``).
@@ -97,7 +81,7 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     /// - Parameters:
     ///   - target: What to watch.
     ///   - namespace: The network namespace (default: the current one).
-    ///   - queue: Where callbacks, the delegate and notifications run (a serial queue: on a
+    ///   - queue: Where callbacks and the delegate run (a serial queue: on a
     ///     concurrent one, the callbacks of two rounds may run at once and finish out of order;
     ///     `stopListening()` from inside one then waits for the others to return, except those
     ///     that are stopping too). By
@@ -137,7 +121,7 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     /// queues.
     ///
     /// Passed as the `queue` of such a monitor, it makes the monitor's callbacks (its
-    /// delegate, `onChange` and notifications) run inside the evaluation round that produced
+    /// delegate and `onChange`) run inside the evaluation round that produced
     /// them. While such a monitor listens, a round that a kernel event starts runs on the
     /// namespace's kernel reader thread, in a `sync` block of this queue: the change reaches the
     /// callback with no thread woken on the way, as fast as a callback on the kernel reader
@@ -184,7 +168,7 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     // MARK: - Querying
 
     /// The target. Setting it while listening resets the listening answer to unknown
-    /// (``fxStatus`` and ``alamofireStatus`` are `.unknown`) and notifies only once the new
+    /// (``isAwaitingFirstAnswer`` is `true`) and tells the callbacks only once the new
     /// target's answer is known: for a host name, once it has been resolved (FXReachability).
     /// No answer of the old target is delivered after the setter returns.
     public var target: ReachabilityTarget {
@@ -220,31 +204,10 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     public var status: ReachabilityStatus { answer.status }
     /// Whether the target is reachable now.
     public var isReachable: Bool { answer.isReachable }
-    /// Apple's sample status (`NetworkStatus`), which Nexum shares.
-    public var networkStatus: NetworkStatus { NetworkStatus(flags: flags) }
-    /// Alamofire's status; `.unknown` while listening has not produced an answer yet.
-    public var alamofireStatus: NetworkReachabilityStatus {
-        awaitsFirstAnswer ? .unknown : NetworkReachabilityStatus(flags: flags)
-    }
-    /// FXReachability's status; `.unknown` while listening has not produced an answer yet (after
-    /// a start or a change of ``target``: for a host name, until it is resolved).
-    public var fxStatus: FXReachabilityStatus {
-        awaitsFirstAnswer ? .unknown : FXReachabilityStatus(flags: flags)
-    }
-
-    /// Listening, and no answer delivered yet (after a start or a change of ``target``).
-    private var awaitsFirstAnswer: Bool { state.withLock { $0.token != nil && $0.answer == nil } }
-    /// Ola's synchronous query.
-    public func reach() -> OlaStatus { OlaStatus(flags: flags) }
-    /// Whether ``connection`` may report cellular (Reachability.swift).
-    public var allowsCellularConnection: Bool {
-        get { state.withLock { $0.allowsCellularConnection } }
-        set { state.withLock { $0.allowsCellularConnection = newValue } }
-    }
-    /// Reachability.swift's connection.
-    public var connection: ReachabilityConnection {
-        ReachabilityConnection(flags: flags, allowsCellularConnection: allowsCellularConnection)
-    }
+    /// Whether the monitor listens and has not delivered an answer yet (after a start, or a
+    /// change of ``target``: for a host name, until it is resolved). The statuses of libraries
+    /// that report "unknown" until then are built on it.
+    public var isAwaitingFirstAnswer: Bool { state.withLock { $0.token != nil && $0.answer == nil } }
 
     // MARK: - Being told
 
@@ -265,32 +228,16 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
         }
     }
 
-    /// Ola's installable callback: sets ``onChange`` to call `callback` with Ola's status (in
-    /// place of any closure set before), and starts listening.
-    public func listen(_ callback: @escaping @Sendable (OlaStatus) -> Void) {
-        install(callback: callback)
+    /// Sets what a module of this package (the seed libraries' dialects) adds to every
+    /// delivery, after the delegate and ``onChange``, with the answer and the previous status
+    /// (nil for the first answer).
+    package func setDeliveryHook(_ hook: (@Sendable (ReachabilityMonitor, ReachabilityAnswer, ReachabilityStatus?) -> Void)?) {
+        var replaced = hook
+        state.withLock { swap(&$0.deliveryHook, &replaced) }
     }
 
-    /// Ola's `install(callback:)`: ``listen(_:)``, and whether the monitor now listens (false
-    /// when its namespace cannot be watched).
-    @discardableResult
-    public func install(callback: @escaping @Sendable (OlaStatus) -> Void) -> Bool {
-        onChange = { _, answer in callback(OlaStatus(flags: answer.flags)) }
-        startListening()
-        return isListening
-    }
-
-    /// Whether each change is also posted as ``statusDidChangeNotification`` (default `true`,
-    /// as Reachability.swift and FXReachability do).
-    ///
-    /// Set it to `false` for a monitor that is followed through its delegate, its `onChange`
-    /// closure or ``updates()`` only. A notification boxes the answer into a `userInfo`
-    /// dictionary and goes through `NotificationCenter`: for 10 000 monitors that change at
-    /// once, that is about half of the cost of telling them (BENCHMARKS.md).
-    public var postsNotifications: Bool {
-        get { state.withLock { $0.postsNotifications } }
-        set { state.withLock { $0.postsNotifications = newValue } }
-    }
+    /// Whether a delivery hook is set.
+    package var hasDeliveryHook: Bool { state.withLock { $0.deliveryHook != nil } }
 
     /// Waits this long after a change and delivers only the answer then, if it still differs
     /// from the last one delivered (default: `nil`, every change at once).
@@ -442,7 +389,7 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
         let previousStatus: ReachabilityStatus?
         let delegate: (any ReachabilityDelegate)?
         let onChange: (@Sendable (ReachabilityMonitor, ReachabilityAnswer) -> Void)?
-        let notify: Bool
+        let hook: (@Sendable (ReachabilityMonitor, ReachabilityAnswer, ReachabilityStatus?) -> Void)?
     }
 
     private func deliver(_ answer: ReachabilityAnswer, generation: Int) {
@@ -457,18 +404,12 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
                 }
                 state.answer = answer
                 return Callbacks(previousStatus: previousStatus, delegate: state.delegate, onChange: state.onChange,
-                                 notify: state.postsNotifications)
+                                 hook: state.deliveryHook)
             }
             guard let callbacks else { return }
             callbacks.delegate?.reachability(self, didChange: answer)
             callbacks.onChange?(self, answer)
-            if callbacks.notify { postNotification(answer, previousStatus: callbacks.previousStatus) }
+            callbacks.hook?(self, answer, callbacks.previousStatus)
         }
-    }
-
-    private func postNotification(_ answer: ReachabilityAnswer, previousStatus: ReachabilityStatus?) {
-        let userInfo = StatusNotificationUserInfo.userInfo(status: answer.status, answer: answer, target: target,
-                                                           previousStatus: previousStatus)
-        NotificationCenter.default.post(name: Self.statusDidChangeNotification, object: self, userInfo: userInfo)
     }
 }

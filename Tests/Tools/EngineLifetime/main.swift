@@ -90,7 +90,6 @@ func settle(to descriptors: Int? = nil) {
 /// cancelled. Returns once each has had its first answer and has been let go.
 func useEveryMonitor() async throws {
     let monitor = try ReachabilityMonitor(address: IPAddress("10.9.0.2")!, namespace: namespace)
-    monitor.postsNotifications = false
     let told = Flag()
     monitor.onChange = { _, _ in told.set() }
     monitor.startListening()

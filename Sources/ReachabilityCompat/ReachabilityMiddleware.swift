@@ -1,4 +1,4 @@
-import Netlink
+import LinuxReachability
 
 // ReachabilityMiddleware's vocabulary (SwiftRex) without its framework: a state, events, a
 // pure reducer, and an injectable source of paths.
@@ -107,7 +107,7 @@ public enum ReachabilityReducer {
 
     /// The middleware's reading of a path: offline unless satisfied; then Wi-Fi, wired or
     /// cellular by the link the traffic goes through, the path's preferred one (the one its
-    /// ``NetworkPath/isExpensive`` and ``NetworkPath/isConstrained`` describe); any other
+    /// `NetworkPath.isExpensive` and `NetworkPath.isConstrained` describe); any other
     /// satisfied path is wired (not a radio).
     public static func connectivity(of path: NetworkPath) -> ConnectedInterface {
         guard path.status == .satisfied else { return .none }
@@ -130,7 +130,7 @@ public struct NetworkPathSource: Sendable {
         self.paths = paths
     }
 
-    /// Paths from a ``NetworkPathMonitor`` of `namespace` (one monitor per sequence).
+    /// Paths from a `NetworkPathMonitor` of `namespace` (one monitor per sequence).
     public static func production(namespace: NetworkNamespace = .current, requiredInterfaceType: InterfaceType? = nil,
                                   prohibitedInterfaceTypes: [InterfaceType] = []) -> NetworkPathSource {
         NetworkPathSource {

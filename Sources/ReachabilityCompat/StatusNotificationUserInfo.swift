@@ -1,4 +1,5 @@
-/// Builds the `userInfo` of ``ReachabilityMonitor/statusDidChangeNotification`` without hashing its keys.
+import LinuxReachability
+/// Builds the `userInfo` of `ReachabilityMonitor.statusDidChangeNotification` without hashing its keys.
 ///
 /// A `[AnyHashable: Any]` filled key by key hashes every key through `AnyHashable` (some 460
 /// instructions for a short string) and compares colliding keys with a dynamic cast; for 10 000

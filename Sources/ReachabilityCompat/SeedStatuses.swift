@@ -1,3 +1,4 @@
+import LinuxReachability
 /// The status of Apple's Reachability sample (`networkStatusForFlags:`), which Reachability.swift
 /// and Nexum (`NXNetworkReachabilityStatus`) share. Ethernet counts as Wi-Fi.
 public enum NetworkStatus: Int, Sendable, Hashable, CaseIterable {
@@ -40,7 +41,7 @@ public enum NetworkReachabilityStatus: Sendable, Hashable {
         case cellular
     }
 
-    /// Alamofire's mapping: reachable only when ``ReachabilityFlags/isActuallyReachable``
+    /// Alamofire's mapping: reachable only when `ReachabilityFlags.isActuallyReachable`
     /// (so WWAN that requires a connection is `.notReachable`, unlike Apple's sample), then
     /// `isWWAN` picks `.cellular`.
     public init(flags: ReachabilityFlags) {
