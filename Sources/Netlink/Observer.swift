@@ -252,13 +252,13 @@ final class StreamObserver: EventSink, Sendable {
 }
 
 /// A mutex with a condition variable, for the few places that must wait for another thread.
-final class ConditionLock: @unchecked Sendable {
+package final class ConditionLock: @unchecked Sendable {
     // @unchecked Sendable: the pthread objects are designed for use from many threads; they are
     // allocated once, never moved, and destroyed in deinit when no thread can hold a reference.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
     }
@@ -270,22 +270,22 @@ final class ConditionLock: @unchecked Sendable {
         condition.deallocate()
     }
 
-    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    package func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
 
     /// Waits on the condition; call with the lock held.
-    func wait() { pthread_cond_wait(condition, mutex) }
+    package func wait() { pthread_cond_wait(condition, mutex) }
 
     /// Waits on the condition until `deadline` (on `CLOCK_REALTIME`, the condition's clock);
     /// call with the lock held. Returns false once the deadline has passed.
-    func wait(until deadline: timespec) -> Bool {
+    package func wait(until deadline: timespec) -> Bool {
         var deadline = deadline
         return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
     }
 
     /// Wakes every waiter; call with the lock held.
-    func broadcast() { pthread_cond_broadcast(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 }

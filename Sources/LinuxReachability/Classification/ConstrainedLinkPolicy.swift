@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Which links count as constrained: user policy, since Linux has no Low Data Mode.
 ///

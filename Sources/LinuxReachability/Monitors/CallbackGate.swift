@@ -1,4 +1,5 @@
-import Foundation
+import Glibc
+import Netlink
 
 /// Lets callbacks through while open; ``close()`` shuts it and waits for running callbacks,
 /// so that after `stopListening()` or `cancel()` returns no callback runs, except the one it is
@@ -9,7 +10,7 @@ import Foundation
 final class CallbackGate: @unchecked Sendable {
     // @unchecked Sendable: every stored variable is read and written only with `condition`
     // locked.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var currentGeneration = 0
     /// The running callbacks' threads: the usual single one (and how many callbacks it runs,
     /// one inside another's synchronous call), then those of callbacks that run on other threads
@@ -25,35 +26,32 @@ final class CallbackGate: @unchecked Sendable {
 
     /// The generation to pass to ``run(generation:_:)``; a later ``close()`` invalidates it.
     var generation: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return currentGeneration
+        condition.withLock { currentGeneration }
     }
 
     /// Opens a new generation (on start) and returns it.
     func open() -> Int {
-        condition.lock()
-        defer { condition.unlock() }
-        currentGeneration += 1
-        return currentGeneration
+        condition.withLock {
+            currentGeneration += 1
+            return currentGeneration
+        }
     }
 
     /// Runs `body` if `generation` is still current, and returns whether it ran.
     @discardableResult
     func run(generation: Int, _ body: () -> Void) -> Bool {
-        condition.lock()
-        guard currentGeneration == generation else {
-            condition.unlock()
-            return false
-        }
         let thread = pthread_self()
-        enter(thread)
-        condition.unlock()
+        let entered = condition.withLock { () -> Bool in
+            guard currentGeneration == generation else { return false }
+            enter(thread)
+            return true
+        }
+        guard entered else { return false }
         defer {
-            condition.lock()
-            leave(thread)
-            if !closers.isEmpty { condition.broadcast() }
-            condition.unlock()
+            condition.withLock {
+                leave(thread)
+                if !closers.isEmpty { condition.broadcast() }
+            }
         }
         body()
         return true
@@ -64,18 +62,18 @@ final class CallbackGate: @unchecked Sendable {
     /// queue, would otherwise wait for each other forever). One running on the caller's thread
     /// is the caller's own.
     func close() {
-        condition.lock()
-        defer { condition.unlock() }
-        currentGeneration += 1
         let me = pthread_self()
-        closers.append(me)
-        condition.broadcast()  // a close waiting for this thread's callback need not any more
-        defer { closers.remove(at: closers.lastIndex { pthread_equal($0, me) != 0 }!) }
-        func waitsFor(_ thread: pthread_t) -> Bool {
-            pthread_equal(thread, me) == 0 && !closers.contains { pthread_equal($0, thread) != 0 }
-        }
-        while primaryThread.map(waitsFor) == true || otherThreads.contains(where: waitsFor) {
-            condition.wait()
+        condition.withLock {
+            currentGeneration += 1
+            closers.append(me)
+            condition.broadcast()  // a close waiting for this thread's callback need not any more
+            defer { closers.remove(at: closers.lastIndex { pthread_equal($0, me) != 0 }!) }
+            func waitsFor(_ thread: pthread_t) -> Bool {
+                pthread_equal(thread, me) == 0 && !closers.contains { pthread_equal($0, thread) != 0 }
+            }
+            while primaryThread.map(waitsFor) == true || otherThreads.contains(where: waitsFor) {
+                condition.wait()
+            }
         }
     }
 

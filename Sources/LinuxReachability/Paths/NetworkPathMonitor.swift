@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import Glibc
 import Netlink
 
 /// A monitor of the way out of this host, in NWPathMonitor's style.

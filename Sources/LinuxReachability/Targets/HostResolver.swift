@@ -1,6 +1,6 @@
 import Synchronization
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Netlink
 
@@ -188,11 +188,12 @@ public struct HostsFileResolver: HostResolver {
     /// The addresses of `host` in hosts-file text, in file order.
     static func addresses(of host: String, in text: String) -> [IPAddress] {
         var found: [IPAddress] = []
+        let wanted = host.lowercased()
         for line in text.split(whereSeparator: \.isNewline) {
             let fields = (line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
                 .split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count >= 2, let address = IPAddress(String(fields[0])) else { continue }
-            if fields.dropFirst().contains(where: { $0.caseInsensitiveCompare(host) == .orderedSame }), !found.contains(address) {
+            if fields.dropFirst().contains(where: { $0.lowercased() == wanted }), !found.contains(address) {
                 found.append(address)
             }
         }
