@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "reach", targets: ["reach"]),
     ],
     dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -29,9 +30,9 @@ let package = Package(
             providers: [.apt(["libc-ares-dev"])]
         ),
         // The Swift overlay of libnl: the only module that imports CNetlink.
-        .target(name: "Netlink", dependencies: ["CNetlink"]),
+        .target(name: "Netlink", dependencies: ["CNetlink", .product(name: "Logging", package: "swift-log")]),
         // What the kernel facts mean for reachability.
-        .target(name: "LinuxReachability", dependencies: ["Netlink", "CAres"]),
+        .target(name: "LinuxReachability", dependencies: ["Netlink", "CAres", .product(name: "Logging", package: "swift-log")]),
         // The seed libraries' dialects: their statuses, notifications and middleware.
         .target(name: "ReachabilityCompat", dependencies: ["Netlink", "LinuxReachability"]),
         // The command-line tool.
@@ -49,10 +50,12 @@ let package = Package(
         .executableTarget(name: "engine-lifetime", dependencies: ["Netlink", "LinuxReachability"], path: "Tests/Tools/EngineLifetime"),
         // Test bed: uniquely named network namespaces that tests build and always delete.
         .target(name: "NetnsTestSupport", path: "Tests/NetnsTestSupport"),
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport", .product(name: "Logging", package: "swift-log")]),
         // Tests/Fixtures/sysfs (driver sysfs trees, with sysfs's own symlink loops) lies outside
         // every target on purpose: SwiftPM would follow the loops while scanning sources.
-        .testTarget(name: "LinuxReachabilityTests", dependencies: ["LinuxReachability", "ReachabilityCompat", "NetnsTestSupport"]),
+        .testTarget(name: "LinuxReachabilityTests", dependencies: [
+            "LinuxReachability", "ReachabilityCompat", "NetnsTestSupport", .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
         // Property-based tests of every parser that takes outside data.
         .testTarget(

@@ -1,5 +1,6 @@
 import CNetlink
 import Glibc
+import Logging
 import Synchronization
 
 /// The event loop behind a ``NetlinkSubscription``: one thread that owns every libnl object of
@@ -177,6 +178,7 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         }
         let wake = self.wake
         publisher.start(with: model.state) { wake.signal() }
+        logger.debug("subscription started", metadata: stateMetadata)
         ready(.success(()))
         loop()
         // libnl's link objects are freed before anyone is told that the subscription ended: a
@@ -185,7 +187,31 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         // operations that free a link's per-family data, and a link freed after them makes
         // libnl abort (`BUG()` in `do_foreach_af`).
         teardown()
+        logEnd()
         if !endedByExit.load(ordering: .acquiring) { publisher.terminate(ending ?? .stopped) }
+    }
+
+    // MARK: Logging
+
+    private var logger: Logger { options.logger }
+
+    /// The namespace and the size of the state, for log messages.
+    private var stateMetadata: Logger.Metadata {
+        ["namespace": "\(namespace)", "links": "\(model.state.links.count)",
+         "addresses": "\(model.state.addresses.count)", "default-routes": "\(model.state.defaultRoutes.count)"]
+    }
+
+    /// Logs why the subscription ended: asked to, its namespace went away, or a failure.
+    private func logEnd() {
+        let metadata: Logger.Metadata = ["namespace": "\(namespace)"]
+        switch ending {
+        case nil:
+            logger.debug("subscription stopped", metadata: metadata)
+        case let error? where error.code == NetlinkError.namespaceDeleted.code:
+            logger.notice("the namespace went away; the subscription ended", metadata: metadata.merging(["reason": "\(error)"]) { $1 })
+        case let error?:
+            logger.error("the subscription failed and ended", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+        }
     }
 
     private func setUp(target: Int32) throws(NetlinkError) {
@@ -516,7 +542,8 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
     /// failing, the subscription ends with the error.
     private func resynchronize(reason: ResynchronizationReason) {
         var lastError: NetlinkError?
-        for _ in 0..<5 {
+        let eventsBefore = model.events.count
+        for attempt in 1...5 {
             drainDescriptor(caches!.descriptor)
             do {
                 let names = try requests!.alternativeNames()
@@ -527,9 +554,15 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
                 try reread(.defaultRoutes)
                 model.finishResynchronization(rules: try requests!.rules(), reason: reason)
                 publisher.countResynchronization()
+                // The differences found, without the `resynchronized` event itself.
+                let found = model.events.count - eventsBefore - 1
+                logger.notice("re-read the kernel's state", metadata: stateMetadata.merging(
+                    ["reason": "\(reason)", "changes-found": "\(found)"]) { $1 })
                 return
             } catch {
                 lastError = error
+                logger.warning("a re-read of the kernel's state failed", metadata: [
+                    "namespace": "\(namespace)", "attempt": "\(attempt)", "error": "\(error)"])
             }
         }
         flush()

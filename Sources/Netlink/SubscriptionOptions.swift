@@ -1,4 +1,6 @@
-/// How a ``NetlinkSubscription`` talks to the kernel.
+import Logging
+
+/// How a ``NetlinkSubscription`` talks to the kernel, and where it logs.
 public struct SubscriptionOptions: Sendable, Hashable {
     /// The receive buffer of the notification socket, in bytes.
     ///
@@ -16,9 +18,31 @@ public struct SubscriptionOptions: Sendable, Hashable {
     /// link its entries change state every few seconds.
     public var followsNeighbors: Bool
 
+    /// Where the subscription logs: its start and end at `debug`, a re-read after lost
+    /// notifications at `notice` (the reason and what it found), a namespace that went away at
+    /// `notice`, a failure that ends it at `error`. By default nothing is logged: pass a logger
+    /// of the program's logging system to see them. Not part of equality.
+    public var logger: Logger
+
     /// Creates options.
-    public init(receiveBufferSize: Int = SubscriptionOptions.defaultReceiveBufferSize, followsNeighbors: Bool = false) {
+    public init(receiveBufferSize: Int = SubscriptionOptions.defaultReceiveBufferSize, followsNeighbors: Bool = false,
+                logger: Logger = SubscriptionOptions.silentLogger) {
         self.receiveBufferSize = receiveBufferSize
         self.followsNeighbors = followsNeighbors
+        self.logger = logger
+    }
+
+    /// The default logger: labelled `Netlink`, logging nothing.
+    public static let silentLogger = Logger(label: "Netlink", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Whether two options open the same kind of subscription (the logger aside).
+    public static func == (lhs: SubscriptionOptions, rhs: SubscriptionOptions) -> Bool {
+        lhs.receiveBufferSize == rhs.receiveBufferSize && lhs.followsNeighbors == rhs.followsNeighbors
+    }
+
+    /// Hashes what equality compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(receiveBufferSize)
+        hasher.combine(followsNeighbors)
     }
 }

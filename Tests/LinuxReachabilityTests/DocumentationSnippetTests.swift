@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import Testing
 import Netlink
 import NetnsTestSupport
@@ -57,6 +58,14 @@ struct DocumentationSnippetTests {
         }
         #expect(model.status == reachability.status && reachability.status != .notReachable)
         model.stop()
+    }
+
+    /// The module overview's logging example (the address is not watched: no listening).
+    @Test func loggingOverview() throws {
+        var logger = Logger(label: "my-service.reachability")
+        logger.logLevel = .notice
+        let gateway = try ReachabilityMonitor(target: .address(IPAddress("192.0.2.1")!), logger: logger)
+        _ = gateway.status
     }
 
     @Test func classificationOverview() throws {

@@ -1,4 +1,5 @@
 import Dispatch
+import Logging
 import Netlink
 
 /// The evaluation loop of one namespace, shared by every monitor in the process that watches it.
@@ -192,6 +193,8 @@ final class ReachabilityEngine: Sendable {
     private let resolver: any HostResolver
     /// How long a resolution may take (see ``BoundedResolution``).
     private let resolutionTimeout: Duration
+    /// Where the engine logs (the logger of the monitor that started it).
+    let logger: Logger
     private let state = Locked(State())
 
     private struct WeakEngine: Sendable {
@@ -212,12 +215,12 @@ final class ReachabilityEngine: Sendable {
     /// An engine whose subscription ended (its namespace was deleted) is not returned: the
     /// kernel reuses namespace inode numbers once a namespace is gone, so a new namespace may
     /// have the identity of a deleted one.
-    static func shared(namespace: NetworkNamespace) throws(NetlinkError) -> ReachabilityEngine {
+    static func shared(namespace: NetworkNamespace, logger: Logger = ReachabilityMonitor.silentLogger) throws(NetlinkError) -> ReachabilityEngine {
         let identity = try namespace.identity()
         if let engine = live(identity) { return engine }
         let engine = try ReachabilityEngine(namespace: namespace, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
                                             resolver: SystemHostResolver(namespace: namespace),
-                                            queue: evaluationQueue(of: identity, namespace: namespace))
+                                            queue: evaluationQueue(of: identity, namespace: namespace), logger: logger)
         // Every engine the registry's weak references yield is held until the lock is released:
         // one whose last other reference goes meanwhile must not deinitialize under the lock.
         var held: [ReachabilityEngine] = []
@@ -254,10 +257,11 @@ final class ReachabilityEngine: Sendable {
 
     init(namespace: NetworkNamespace, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy,
          resolver: any HostResolver, resolutionTimeout: Duration = BoundedResolution.defaultTimeout,
-         queue: DispatchQueue? = nil) throws(NetlinkError) {
+         queue: DispatchQueue? = nil, logger: Logger = ReachabilityMonitor.silentLogger) throws(NetlinkError) {
         self.namespace = namespace
         self.queue = queue ?? DispatchQueue(label: "ReachabilityMonitor.engine \(namespace)")
-        subscription = try NetlinkSubscription.shared(namespace: namespace)
+        self.logger = logger
+        subscription = try NetlinkSubscription.shared(namespace: namespace, options: SubscriptionOptions(logger: logger))
         connection = try NetlinkConnection(namespace: namespace)
         classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
         self.resolver = resolver
@@ -282,6 +286,7 @@ final class ReachabilityEngine: Sendable {
     /// thread (a few comparisons each, one lock per batch), so that a route change that cannot
     /// matter to any target costs no wake-up of the evaluation queue.
     func start() {
+        logger.debug("monitoring started", metadata: ["namespace": "\(namespace)"])
         weak let engine = self
         // Rounds for inline watchers run from the subscription's observer with `queue.sync`.
         subscription.noteObserversWait(for: queue)
@@ -300,6 +305,11 @@ final class ReachabilityEngine: Sendable {
     /// tells every watcher `notReachable(.monitoringEnded(error))` and every path observer an
     /// unsatisfied path, instead of leaving them with their last answer and no word.
     private func subscriptionEnded(_ error: NetlinkError) {
+        if error.code == NetlinkError.namespaceDeleted.code {
+            logger.notice("the namespace went away; its monitors answer not reachable", metadata: ["namespace": "\(namespace)"])
+        } else {
+            logger.error("monitoring ended", metadata: ["namespace": "\(namespace)", "error": "\(error)"])
+        }
         scheduleRound { state in
             state.termination = error
             state.everythingChanged = true
@@ -475,10 +485,12 @@ final class ReachabilityEngine: Sendable {
         let (resolver, timeout) = (self.resolver, resolutionTimeout)
         Task(executorPreference: ResolutionExecutor.shared) { [weak self] in
             let result = await BoundedResolution.resolve(name, with: resolver, timeout: timeout)
-            self?.state.withLock { state in
+            guard let self else { return }
+            self.state.withLock { state in
                 state.queriedHosts.remove(name)
                 state.resolvedHosts[name] = ((try? result.get()) ?? [], state.hostNetworkChanges != changes, result.failure)
             }
+            if let failure = result.failure { self.logResolutionFailure(name, failure) }
         }
     }
 
@@ -916,6 +928,7 @@ final class ReachabilityEngine: Sendable {
                     entry.appliedResolution = started.generation
                     entry.addresses = addresses
                     entry.resolutionFailure = result.failure
+                    if let failure = result.failure { self.logResolutionFailure(name, failure) }
                     state.addressIndex = nil
                     state.resolvedHosts[name] = (addresses, state.hostNetworkChanges != started.changes, result.failure)
                     return true
@@ -923,6 +936,12 @@ final class ReachabilityEngine: Sendable {
                 if current { self.evaluateAndStore(target, in: self.snapshot()) }
             }
         }
+    }
+
+    /// Logs a host name that could not be resolved.
+    private func logResolutionFailure(_ name: String, _ failure: ReachabilityError) {
+        logger.warning("a host name could not be resolved", metadata: [
+            "namespace": "\(namespace)", "host": "\(name)", "error": "\(failure)"])
     }
 
     /// The namespace's state at one moment, read once for all the targets of one evaluation

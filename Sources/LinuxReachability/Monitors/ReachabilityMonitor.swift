@@ -1,4 +1,5 @@
 import Dispatch
+import Logging
 import Netlink
 
 /// Tells a delegate about reachability changes (Nexum's `NXNetworkDelegate`).
@@ -59,7 +60,7 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     private let gate = CallbackGate()
     /// The queue callbacks and the delegate run on: the one given at creation,
     /// or a private serial queue that targets the namespace's evaluation queue (see
-    /// ``init(target:namespace:queue:resolver:resolutionTimeout:)`` and
+    /// ``init(target:namespace:queue:resolver:resolutionTimeout:logger:)`` and
     /// ``evaluationQueue(in:)``).
     public let callbackQueue: DispatchQueue
     /// The evaluation queue the default callback queue targets, held: libdispatch holds a
@@ -99,22 +100,31 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     ///   - resolutionTimeout: How long `resolver` may take before the answer says the name could
     ///     not be resolved (``UnreachableReason/resolutionFailed(_:)``); used with `resolver` only,
     ///     the shared engine waits ``BoundedResolution/defaultTimeout``.
+    ///   - logger: Where the namespace's engine logs, if this monitor starts it (one running
+    ///     already keeps the logger it started with): its start at `debug`, a host name that
+    ///     could not be resolved at `warning`, a namespace that went away at `notice`, and,
+    ///     through the kernel subscription it opens, re-reads after lost notifications at
+    ///     `notice`. By default nothing is logged.
     /// - Throws: ``ReachabilityError/netlink(_:)`` when the namespace cannot be watched.
     public convenience init(target: ReachabilityTarget, namespace: NetworkNamespace = .current,
                             queue: DispatchQueue? = nil, resolver: (any HostResolver)? = nil,
-                            resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(ReachabilityError) {
+                            resolutionTimeout: Duration = BoundedResolution.defaultTimeout,
+                            logger: Logger = ReachabilityMonitor.silentLogger) throws(ReachabilityError) {
         let engine: ReachabilityEngine
         do {
             if let resolver {
                 engine = try ReachabilityEngine(namespace: namespace, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
-                                                resolver: resolver, resolutionTimeout: resolutionTimeout)
+                                                resolver: resolver, resolutionTimeout: resolutionTimeout, logger: logger)
                 engine.start()
             } else {
-                engine = try ReachabilityEngine.shared(namespace: namespace)
+                engine = try ReachabilityEngine.shared(namespace: namespace, logger: logger)
             }
         } catch { throw .netlink(error) }
         self.init(target: target, queue: queue, engineQueue: engine.queue, engine: { engine })
     }
+
+    /// The default logger of monitors: labelled `LinuxReachability`, logging nothing.
+    public static let silentLogger = Logger(label: "LinuxReachability", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The serial queue on which the evaluation rounds of `namespace` run, shared by the
     /// monitors that have no resolver of their own; the target of their default callback

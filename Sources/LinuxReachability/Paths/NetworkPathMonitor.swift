@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Logging
 import Netlink
 
 /// A monitor of the way out of this host, in NWPathMonitor's style.
@@ -56,14 +57,20 @@ public final class NetworkPathMonitor: Sendable, AsyncSequence {
     private var engine: ReachabilityEngine? { state.withLock { $0.engine } }
 
     /// A monitor of `namespace`, optionally restricted to or excluding link types.
+    /// - Parameters:
+    ///   - namespace: The network namespace (default: the current one).
+    ///   - requiredInterfaceType: Only links of this type may carry the path.
+    ///   - prohibitedInterfaceTypes: Links of these types may not carry the path.
+    ///   - logger: Where the namespace's engine logs, if this monitor starts it (see
+    ///     ``ReachabilityMonitor/init(target:namespace:queue:resolver:resolutionTimeout:logger:)``).
     public init(namespace: NetworkNamespace = .current, requiredInterfaceType: InterfaceType? = nil,
-                prohibitedInterfaceTypes: [InterfaceType] = []) {
+                prohibitedInterfaceTypes: [InterfaceType] = [], logger: Logger = ReachabilityMonitor.silentLogger) {
         self.namespace = namespace
         self.requiredInterfaceType = requiredInterfaceType
         self.prohibitedInterfaceTypes = Set(prohibitedInterfaceTypes)
         var initial = State()
         do {
-            initial.engine = try ReachabilityEngine.shared(namespace: namespace)
+            initial.engine = try ReachabilityEngine.shared(namespace: namespace, logger: logger)
             startError = nil
         } catch {
             startError = .netlink(error)
