@@ -49,7 +49,7 @@ let package = Package(
         // Uses every kind of monitor of a namespace and lets them go (EngineLifetimeTests).
         .executableTarget(name: "engine-lifetime", dependencies: ["Netlink", "LinuxReachability"], path: "Tests/Tools/EngineLifetime"),
         // Test bed: uniquely named network namespaces that tests build and always delete.
-        .target(name: "NetnsTestSupport", path: "Tests/NetnsTestSupport"),
+        .target(name: "NetnsTestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/NetnsTestSupport"),
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetnsTestSupport", .product(name: "Logging", package: "swift-log")]),
         // Tests/Fixtures/sysfs (driver sysfs trees, with sysfs's own symlink loops) lies outside
         // every target on purpose: SwiftPM would follow the loops while scanning sources.

@@ -1,51 +1,7 @@
 import Logging
 import Netlink
 import NetnsTestSupport
-import Synchronization
 import Testing
-
-/// What a logger of the test's own was told: each message with its level and metadata.
-final class CapturedLog: Sendable {
-    struct Entry: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let entries = Mutex<[Entry]>([])
-
-    /// A logger that records here everything from `trace` up.
-    var logger: Logger {
-        var logger = Logger(label: "test", factory: { _ in Handler(log: self) })
-        logger.logLevel = .trace
-        return logger
-    }
-
-    /// The entries so far.
-    var all: [Entry] { entries.withLock { $0 } }
-
-    /// The entries whose message contains `text`.
-    func entries(containing text: String) -> [Entry] { all.filter { $0.message.contains(text) } }
-
-    fileprivate func record(_ entry: Entry) { entries.withLock { $0.append(entry) } }
-
-    private struct Handler: LogHandler {
-        let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            log.record(Entry(level: event.level, message: "\(event.message)",
-                             metadata: merged.mapValues { "\($0)" }))
-        }
-    }
-}
 
 /// A subscription logs with the logger its options give: its start, a re-read after lost
 /// notifications with the reason, and the end of its namespace.
