@@ -39,13 +39,6 @@ let package = Package(
             dependencies: library,
             path: "Tools/LookupLoop"
         ),
-        // 10 000 monitors told of default-route changes, for callgrind
-        // (profiles/instructions_per_change.sh).
-        .executableTarget(
-            name: "monitor-fanout",
-            dependencies: library,
-            path: "Tools/MonitorFanout"
-        ),
     ],
     swiftLanguageModes: [.v6]
 )

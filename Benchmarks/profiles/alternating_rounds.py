@@ -1,11 +1,8 @@
 """The measuring loop that churn_cpu.py and flip_cpu.py share: each listener alone in a
 namespace, round after round, in an order that alternates from one round to the next (so that a
-slow minute of the VM falls on every listener), with the CPU it used while a workload ran; and
-the scratch namespace that first_line.py measures in; and the container host of 1 000 links
-that many_links_ab.py and many_targets_ab.py measure in, with the time to a program's lines; and
-the link flips that flip_cpu.py, uplink_many_targets.py and compare.py measure; and the uplink
-and the extra links of the latency harness's namespace, which flip_cpu.py, first_events.py and
-first_event_latency.py build."""
+slow minute of the VM falls on every listener), with the CPU it used while a workload ran; the
+container host of 1 000 links and the link flips that flip_cpu.py and compare.py measure; and
+the uplink and the extra links of the latency harness's namespace."""
 import contextlib
 import os
 import subprocess
