@@ -9,6 +9,12 @@ let package = Package(
         .library(name: "ReachabilityCompat", targets: ["ReachabilityCompat"]),
         .executable(name: "reach", targets: ["reach"]),
     ],
+    traits: [
+        // The command-line tool's own dependency: a program that uses the libraries fetches
+        // and builds nothing for it. This repository's scripts build with it.
+        .trait(name: "CommandLineTool", description: "Builds reach, the command-line tool, with swift-argument-parser."),
+        .default(enabledTraits: []),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -41,7 +47,7 @@ let package = Package(
             dependencies: [
                 "Netlink",
                 "LinuxReachability",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CommandLineTool"])),
             ]
         ),
         // Opens subscriptions from 8 threads under a descriptor limit (ResourceLimitTests).

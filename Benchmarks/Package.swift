@@ -15,7 +15,8 @@ let package = Package(
     name: "ReachabilityBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "swift-linux-reachability", path: ".."),
+        // The tool is built here too (compare.sh), with the trait that brings its parser.
+        .package(name: "swift-linux-reachability", path: "..", traits: ["CommandLineTool"]),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [

@@ -36,7 +36,7 @@ static_reach=""
 if [ "${COMPARE_STATIC:-0}" = 1 ]; then
     # The same tool with the Swift runtime and Foundation linked in (the deployment build of
     # README.md), for the per-process row: a whole second build, so only when asked.
-    (cd "$root" && swift build -c release --product reach --static-swift-stdlib --scratch-path "$root/.build-static" 2>&1 | tail -1)
+    (cd "$root" && swift build -c release --product reach --traits CommandLineTool --static-swift-stdlib --scratch-path "$root/.build-static" 2>&1 | tail -1)
     static_reach="$root/.build-static/release/reach"
 fi
 sh "$shared/bench/build-peers.sh" "$out/peers" >/dev/null

@@ -1,3 +1,4 @@
+#if CommandLineTool
 import ArgumentParser
 import Netlink
 import LinuxReachability
@@ -102,3 +103,4 @@ extension ReachabilityAnswer {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CommandLineTool
 import ArgumentParser
 import Dispatch
 import Foundation
@@ -263,3 +264,4 @@ struct LineBuffer {
         writer.append(line: text)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if CommandLineTool
 import ArgumentParser
 import Glibc
 import Netlink
@@ -75,3 +76,4 @@ struct SysfsOption: ParsableArguments {
         }
     }
 }
+#endif

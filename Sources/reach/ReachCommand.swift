@@ -1,3 +1,4 @@
+#if CommandLineTool
 import ArgumentParser
 import Dispatch
 import Glibc
@@ -132,3 +133,17 @@ struct SubscriptionOption: ParsableArguments {
             followsNeighbors: followsNeighbors))
     }
 }
+#else
+import Glibc
+
+/// Built without the `CommandLineTool` trait, which brings swift-argument-parser: says how to
+/// build the tool.
+@main
+enum ReachCommand {
+    static func main() {
+        let message = "reach: build it with the CommandLineTool trait: swift build --product reach --traits CommandLineTool\n"
+        _ = write(STDERR_FILENO, message, message.utf8.count)
+        exit(2)
+    }
+}
+#endif

@@ -1,3 +1,4 @@
+#if CommandLineTool
 import ArgumentParser
 import Dispatch
 import Netlink
@@ -169,3 +170,4 @@ final class EndOfMonitoring: Sendable {
         return outcome.withLock { $0 } ?? .timedOut
     }
 }
+#endif
