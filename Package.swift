@@ -7,16 +7,20 @@ let package = Package(
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "LinuxReachability", targets: ["LinuxReachability"]),
         .library(name: "ReachabilityCompat", targets: ["ReachabilityCompat"]),
+        .library(name: "ReachabilityService", targets: ["ReachabilityService"]),
         .executable(name: "reach", targets: ["reach"]),
     ],
     traits: [
         // The command-line tool's own dependency: a program that uses the libraries fetches
         // and builds nothing for it. This repository's scripts build with it.
         .trait(name: "CommandLineTool", description: "Builds reach, the command-line tool, with swift-argument-parser."),
+        // The service of ReachabilityService, with swift-service-lifecycle.
+        .trait(name: "ServiceLifecycle", description: "Builds ReachabilityService's Service, with swift-service-lifecycle."),
         .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -41,6 +45,11 @@ let package = Package(
         .target(name: "LinuxReachability", dependencies: ["Netlink", "CAres", .product(name: "Logging", package: "swift-log")]),
         // The seed libraries' dialects: their statuses, notifications and middleware.
         .target(name: "ReachabilityCompat", dependencies: ["Netlink", "LinuxReachability"]),
+        // A monitor as a swift-service-lifecycle Service (with the ServiceLifecycle trait).
+        .target(name: "ReachabilityService", dependencies: [
+            "LinuxReachability", .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+        ]),
         // The command-line tool.
         .executableTarget(
             name: "reach",
@@ -63,6 +72,11 @@ let package = Package(
             "LinuxReachability", "ReachabilityCompat", "NetnsTestSupport", .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
+        .testTarget(name: "ReachabilityServiceTests", dependencies: [
+            "ReachabilityService", "LinuxReachability", .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+        ]),
         // Property-based tests of every parser that takes outside data.
         .testTarget(
             name: "BadInputTests",

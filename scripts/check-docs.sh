@@ -28,7 +28,9 @@ done
 [ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink, LinuxReachability and ReachabilityCompat"
 
 # README.md's Swift examples, each on its own with only its own imports, type-checked against the
-# modules just built (the article snippets are compiled by DocumentationSnippetTests).
+# modules just built (the article snippets are compiled by DocumentationSnippetTests); the
+# service's module with the trait that gives it its content.
+swift build --traits CommandLineTool,ServiceLifecycle --target ReachabilityService >/dev/null
 snippets=$(mktemp -d)
 trap 'rm -rf "$graphs" "$output" "$snippets"' EXIT
 awk -v dir="$snippets" '/^```swift$/ { n++; inside = 1; next } /^```$/ { inside = 0; next }

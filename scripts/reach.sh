@@ -4,6 +4,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build --product reach --traits CommandLineTool >&2
+swift build --product reach --traits CommandLineTool,ServiceLifecycle >&2
 [ "$#" -gt 0 ] || set -- links
 exec .build/debug/reach "$@"

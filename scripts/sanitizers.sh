@@ -12,7 +12,7 @@ for sanitizer in ${1:-thread address}; do
     scratch=.build-$sanitizer
     log=$(mktemp)
     # The linker's notes on the sanitizer's own symbols are not the package's: shown on failure only.
-    if ! swift build --build-tests --traits CommandLineTool --sanitize="$sanitizer" --scratch-path "$scratch" >"$log" 2>&1; then
+    if ! swift build --build-tests --traits CommandLineTool,ServiceLifecycle --sanitize="$sanitizer" --scratch-path "$scratch" >"$log" 2>&1; then
         cat "$log" >&2
         exit 1
     fi
@@ -21,7 +21,7 @@ for sanitizer in ${1:-thread address}; do
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ASAN_OPTIONS="halt_on_error=1 detect_leaks=1" \
     LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp print_suppressions=0" \
-        swift test --skip-build --traits CommandLineTool --sanitize="$sanitizer" --scratch-path "$scratch" --filter "$filter" >"$log" 2>&1 || status=$?
+        swift test --skip-build --traits CommandLineTool,ServiceLifecycle --sanitize="$sanitizer" --scratch-path "$scratch" --filter "$filter" >"$log" 2>&1 || status=$?
     grep -E "Test run with|WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|SUMMARY:" "$log" || true
     if [ "$status" -ne 0 ] || grep -qE "WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer" "$log"; then
         echo "sanitizer $sanitizer: failed (status $status); the log follows" >&2

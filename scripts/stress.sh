@@ -59,8 +59,8 @@ flap() {
 
 if [ "$part" = all ] || [ "$part" = storm ]; then
     echo "== 1. storm and lifetimes, full size"
-    swift build --build-tests --traits CommandLineTool >/dev/null
-    REACH_STORM=full swift test --skip-build --traits CommandLineTool --filter 'StormTests|LifetimeTests' 2>&1 | grep -E "storm \(|Test run|✘"
+    swift build --build-tests --traits CommandLineTool,ServiceLifecycle >/dev/null
+    REACH_STORM=full swift test --skip-build --traits CommandLineTool,ServiceLifecycle --filter 'StormTests|LifetimeTests' 2>&1 | grep -E "storm \(|Test run|✘"
 fi
 
 if [ "$part" = all ] || [ "$part" = sanitizer ]; then
@@ -70,7 +70,7 @@ fi
 
 if [ "$part" = all ] || [ "$part" = leaks ]; then
     echo "== 3. reach watch and reach events under LeakSanitizer through 50 000 link flaps"
-    swift build --product reach --traits CommandLineTool --sanitize=address --scratch-path .build-address >/dev/null 2>&1
+    swift build --product reach --traits CommandLineTool,ServiceLifecycle --sanitize=address --scratch-path .build-address >/dev/null 2>&1
     reach=.build-address/debug/reach
     ns=rstress$$
     logs=$(mktemp -d)
@@ -102,7 +102,7 @@ fi
 
 if [ "$part" = all ] || [ "$part" = rss ]; then
     echo "== 4. resident memory of the release reach watch through 40 000 link flaps"
-    swift build -c release --product reach --traits CommandLineTool >/dev/null
+    swift build -c release --product reach --traits CommandLineTool,ServiceLifecycle >/dev/null
     ns=rstress$$-rss
     uplink_namespace "$ns"
     .build/release/reach watch --netns "$ns" 10.200.0.2 12.0.0.1 >/dev/null &
@@ -120,10 +120,10 @@ fi
 
 if [ "$part" = all ] || [ "$part" = contended ]; then
     echo "== 5. the tests beside busy loops, $runs runs each"
-    swift build --build-tests --traits CommandLineTool >/dev/null
+    swift build --build-tests --traits CommandLineTool,ServiceLifecycle >/dev/null
     log=$(mktemp)
     for sanitizer in thread address; do
-        swift build --build-tests --traits CommandLineTool --sanitize=$sanitizer --scratch-path .build-$sanitizer >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+        swift build --build-tests --traits CommandLineTool,ServiceLifecycle --sanitize=$sanitizer --scratch-path .build-$sanitizer >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
     done
     for _ in $(seq 1 $((2 * $(nproc)))); do
         (while :; do :; done) &

@@ -7,8 +7,8 @@ set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/remove-stale-namespaces.sh
-swift build --build-tests --traits CommandLineTool
-swift test --skip-build --traits CommandLineTool "$@"
+swift build --build-tests --traits CommandLineTool,ServiceLifecycle
+swift test --skip-build --traits CommandLineTool,ServiceLifecycle "$@"
 # No test may leave a namespace behind.
 leftover=$(ip netns list 2>/dev/null | awk '{print $1}' | grep '^rt[0-9]*-' || true)
 if [ -n "$leftover" ]; then
