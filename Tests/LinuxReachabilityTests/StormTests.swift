@@ -106,8 +106,13 @@ struct StormTests {
         // for the process's one subscription of this namespace, which the monitors share.
         let subscription = try NetlinkSubscription.shared(namespace: namespace, options: SubscriptionOptions(receiveBufferSize: 1))
         let resynchronizations = Locked(0)
+        // Whether the subscription told of the last step's deletion, for that step's message.
+        let toldOfDeletion = Locked(false)
         let observation = subscription.observe { event in
             if case .resynchronized = event { resynchronizations.withLock { $0 += 1 } }
+            if case .route(.removed(let route)) = event, route.destination.description == "11.0.0.0/24" {
+                toldOfDeletion.withLock { $0 = true }
+            }
         }
         defer { observation.cancel() }
         // Hold the subscription's thread from the storm's first route change until the storm
@@ -191,8 +196,15 @@ struct StormTests {
         #expect(events.waitForLine(containing: "\"resynchronized\""), "reach events printed a resynchronized line")
 
         // Every stream is still alive: one more change reaches all of them.
+        let resynchronizationsBefore = subscription.resynchronizationCount
         try ns.batch(["route del 11.0.0.0/24"])
-        #expect(eventually { answers.withLock { $0["11.0.0.1"]?.gateway?.description } == "10.200.0.3" }, "the monitor follows")
+        #expect(eventually { answers.withLock { $0["11.0.0.1"]?.gateway?.description } == "10.200.0.3" },
+                """
+                the monitor follows (its answer: \(String(describing: answers.withLock { $0["11.0.0.1"] })); the \
+                subscription told of the deletion: \(toldOfDeletion.withLock { $0 }); re-reads since: \
+                \(subscription.resynchronizationCount - resynchronizationsBefore); the kernel's route: \
+                \(String(describing: try? kernelRoute(ns, "11.0.0.1"))))
+                """)
         #expect(watch.waitForLine(containing: "\"11.0.0.1\"", "\"10.200.0.3\""), "reach watch follows")
         #expect(events.waitForLine(containing: "\"removed\"", "\"11.0.0.0/24\""), "reach events follows")
         #expect(subscription.termination == nil)
