@@ -44,7 +44,7 @@ public final class Reachability: Sendable, CustomStringConvertible {
     public init(monitor: ReachabilityMonitor) {
         self.monitor = monitor
         weak let reachability = self
-        monitor.onChange = { _, _ in reachability?.changed() }
+        monitor.onChange = { _, answer in reachability?.changed(answer) }
     }
 
     deinit { monitor.stopListening() }
@@ -75,8 +75,11 @@ public final class Reachability: Sendable, CustomStringConvertible {
     }
 
     /// The connection now.
-    public var connection: Connection {
-        ReachabilityConnection(flags: monitor.flags, allowsCellularConnection: allowsCellularConnection)
+    public var connection: Connection { connection(of: monitor.answer) }
+
+    /// The connection that `answer` gives, with ``allowsCellularConnection``.
+    private func connection(of answer: ReachabilityAnswer) -> Connection {
+        ReachabilityConnection(flags: answer.flags, allowsCellularConnection: allowsCellularConnection)
     }
 
     /// The flags now.
@@ -95,9 +98,11 @@ public final class Reachability: Sendable, CustomStringConvertible {
 
     public var description: String { "\(connection)" }
 
-    private func changed() {
+    /// Tells of the answer the monitor delivered (not a fresh query, which may already be a
+    /// later one).
+    private func changed(_ answer: ReachabilityAnswer) {
         let (reachable, unreachable, center) = state.withLock { ($0.whenReachable, $0.whenUnreachable, $0.notificationCenter) }
-        if connection == .unavailable { unreachable?(self) } else { reachable?(self) }
+        if connection(of: answer) == .unavailable { unreachable?(self) } else { reachable?(self) }
         center.post(name: .reachabilityChanged, object: self)
     }
 }
