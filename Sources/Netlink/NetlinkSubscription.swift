@@ -67,11 +67,7 @@ public final class NetlinkSubscription: Sendable {
 
     private static func identity(of queue: DispatchQueue) -> UInt { UInt(bitPattern: ObjectIdentifier(queue)) }
 
-    private struct WeakSubscription: Sendable {
-        weak var value: NetlinkSubscription?
-    }
-
-    private static let registry = Locked<[NetworkNamespace.Identity: WeakSubscription]>([:])
+    private static let registry = Locked<[NetworkNamespace.Identity: Weak<NetlinkSubscription>]>([:])
 
     /// The process-wide subscription for `namespace`, opened on first use and kept while anyone
     /// holds it or observes it.
@@ -95,7 +91,7 @@ public final class NetlinkSubscription: Sendable {
             }
             entries = entries.filter { $0.value.value != nil }
             let created = try NetlinkSubscription(namespace: namespace, options: options)
-            entries[identity] = WeakSubscription(value: created)
+            entries[identity] = Weak(created)
             return created
         }
         withExtendedLifetime(held) {}

@@ -325,7 +325,6 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         _ = model.takeEvents()
     }
 
-
     private func loop() {
         var events = [epoll_event](repeating: epoll_event(), count: 8)
         let netlinkDescriptor = caches!.descriptor
@@ -371,7 +370,6 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
             armExpiryTimer()
         }
     }
-
 
     // MARK: Expiring routes
 
@@ -455,7 +453,6 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         unsettledPublished = !settled
     }
 
-
     private func teardown() {
         caches = nil
         requests = nil
@@ -468,7 +465,6 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         expiryTimerDescriptor = -1
         epollDescriptor = -1
     }
-
 
     // MARK: Reading again what the kernel changed silently
 
@@ -569,7 +565,6 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         ending = lastError ?? .failure
         stopRequested.store(true, ordering: .releasing)
     }
-
 
     /// True when the namespace file is gone or now names another namespace.
     private func namespaceWasDeleted() -> Bool {

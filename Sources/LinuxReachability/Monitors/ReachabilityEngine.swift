@@ -197,16 +197,8 @@ final class ReachabilityEngine: Sendable {
     let logger: Logger
     private let state = Locked(State())
 
-    private struct WeakEngine: Sendable {
-        weak var value: ReachabilityEngine?
-    }
-
-    private struct WeakQueue: Sendable {
-        weak var value: DispatchQueue?
-    }
-
-    private static let registry = Locked<[NetworkNamespace.Identity: WeakEngine]>([:])
-    private static let queues = Locked<[NetworkNamespace.Identity: WeakQueue]>([:])
+    private static let registry = Locked<[NetworkNamespace.Identity: Weak<ReachabilityEngine>]>([:])
+    private static let queues = Locked<[NetworkNamespace.Identity: Weak<DispatchQueue>]>([:])
 
     /// The engine of `namespace`, created on first use and kept while a monitor, a stream or a
     /// path monitor holds it: the last one to let go ends it, and with it the namespace's
@@ -228,7 +220,7 @@ final class ReachabilityEngine: Sendable {
             held = engines.values.compactMap(\.value)
             if let existing = engines[identity]?.value, existing.subscription.termination == nil { return existing }
             engines = engines.filter { $0.value.value != nil }
-            engines[identity] = WeakEngine(value: engine)
+            engines[identity] = Weak(engine)
             return engine
         }
         withExtendedLifetime(held) {}
@@ -250,7 +242,7 @@ final class ReachabilityEngine: Sendable {
             if let queue = queues[identity]?.value { return queue }
             queues = queues.filter { $0.value.value != nil }
             let queue = DispatchQueue(label: "ReachabilityMonitor.engine \(namespace)")
-            queues[identity] = WeakQueue(value: queue)
+            queues[identity] = Weak(queue)
             return queue
         }
     }
