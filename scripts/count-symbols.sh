@@ -8,7 +8,7 @@ set -eu
 cd "$(dirname "$0")/.."
 graphs=$(mktemp -d)
 trap 'rm -rf "$graphs"' EXIT
-swift build --target ReachabilityCompat -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
+swift build --traits CommandLineTool,ServiceLifecycle --target ReachabilityCompat -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
 python3 - "$graphs" <<'PY'
 import json, os, sys
 graphs = sys.argv[1]

@@ -75,8 +75,8 @@ struct NotificationUserInfoTests {
         #expect(same.isSameAnswer(as: onLink))
     }
 
-    static func interface(name: String, index: Int32) -> ReachabilityInterface {
-        ReachabilityInterface(name: name, index: index,
+    static func interface(name: String, index: Int32) -> NetworkInterface {
+        NetworkInterface(name: name, index: index,
                               classification: LinkClassification(type: .wiredEthernet, kind: .ethernet, evidence: .rtnetlinkKind("veth")))
     }
 }

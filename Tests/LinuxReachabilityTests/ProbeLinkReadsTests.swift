@@ -142,7 +142,7 @@ struct ProbeLinkReadsTests {
         }
         let namespace = try NetworkNamespace.named(ns.name)
         let source = SysfsSource(root: root, namespace: namespace)
-        let probe = try ReachabilityProbe(namespace: namespace, sysfs: source)
+        let probe = try ReachabilityProbe(namespace: namespace, sysfs: source, policy: .none)
         let connection = try NetlinkConnection(namespace: namespace)
         let reference = FullDumpReference(connection: connection, classifier: LinkClassificationCache(source: source))
         for (text, type) in [("10.2.0.9", InterfaceType.wifi)] {

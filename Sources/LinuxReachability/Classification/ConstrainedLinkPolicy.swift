@@ -19,9 +19,9 @@ import Glibc
 /// ``system(environment:)`` reads the rules from the environment variable
 /// `REACH_CONSTRAINED_LINKS`, or else from the file named by `REACH_CONSTRAINED_LINKS_FILE`,
 /// or else from `/etc/reach/constrained-links` if it exists.
-public struct ConstrainedLinkPolicy: Sendable, Hashable {
+package struct ConstrainedLinkPolicy: Sendable, Hashable {
     /// One rule.
-    public enum Rule: Sendable, Hashable, CustomStringConvertible {
+    package enum Rule: Sendable, Hashable, CustomStringConvertible {
         /// Links whose name, or one of whose alternative names, matches a shell pattern
         /// (`fnmatch(3)`).
         case name(String)
@@ -31,7 +31,7 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
         case kind(LinkKind)
 
         /// The rule as it is written: `wwan*`, `type:cellular`, `kind:bluetooth`.
-        public var description: String {
+        package var description: String {
             switch self {
             case .name(let pattern): return pattern
             case .type(let type): return "type:\(type)"
@@ -41,32 +41,32 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
     }
 
     /// A rule that could not be read.
-    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The offending entry.
-        public var entry: String
+        package var entry: String
         /// Where the rules came from (`REACH_CONSTRAINED_LINKS`, a file path).
-        public var source: String
+        package var source: String
         /// Such as `REACH_CONSTRAINED_LINKS: unknown type "fast" in "type:fast"`.
-        public var description: String
+        package var description: String
     }
 
     /// The rules; a link is constrained when any matches.
-    public var rules: [Rule]
+    package var rules: [Rule]
 
     /// A policy with these rules.
-    public init(rules: [Rule] = []) {
+    package init(rules: [Rule] = []) {
         self.rules = rules
     }
 
     /// No link is constrained.
-    public static let none = ConstrainedLinkPolicy()
+    package static let none = ConstrainedLinkPolicy()
 
     /// The environment variable with the rules.
-    public static let environmentVariable = "REACH_CONSTRAINED_LINKS"
+    package static let environmentVariable = "REACH_CONSTRAINED_LINKS"
     /// The environment variable naming a file with the rules.
-    public static let fileEnvironmentVariable = "REACH_CONSTRAINED_LINKS_FILE"
+    package static let fileEnvironmentVariable = "REACH_CONSTRAINED_LINKS_FILE"
     /// The file read when neither variable is set.
-    public static let defaultFile = "/etc/reach/constrained-links"
+    package static let defaultFile = "/etc/reach/constrained-links"
 
     /// Reads rules from text (see the type's documentation for the syntax).
     /// - Parameters:
@@ -74,7 +74,7 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
     ///   - source: Names the origin of `text` in errors.
     /// - Throws: ``ParseError`` for an unknown type or kind, or a pattern that is empty after
     ///   its prefix, longer than 255 bytes or holding NUL.
-    public init(parsing text: String, source: String = "rules") throws(ParseError) {
+    package init(parsing text: String, source: String = "rules") throws(ParseError) {
         var rules: [Rule] = []
         for line in text.split(whereSeparator: \.isNewline) {
             let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
@@ -89,7 +89,7 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
     /// file named by `REACH_CONSTRAINED_LINKS_FILE`, else `/etc/reach/constrained-links` if it
     /// exists, else ``none``.
     /// - Throws: ``ParseError`` for a malformed rule, or a named file that cannot be read.
-    public static func system(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) -> ConstrainedLinkPolicy {
+    package static func system(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) -> ConstrainedLinkPolicy {
         if let text = environment[environmentVariable] {
             return try ConstrainedLinkPolicy(parsing: text, source: environmentVariable)
         }
@@ -104,7 +104,7 @@ public struct ConstrainedLinkPolicy: Sendable, Hashable {
 
     /// Whether a link with this name, these alternative names, this type and this kind is
     /// constrained.
-    public func isConstrained(name: String, alternativeNames: [String] = [], type: InterfaceType, kind: LinkKind) -> Bool {
+    package func isConstrained(name: String, alternativeNames: [String] = [], type: InterfaceType, kind: LinkKind) -> Bool {
         rules.contains { rule in
             switch rule {
             case .name(let pattern):

@@ -18,13 +18,13 @@ public struct LinkClassification: Sendable, Hashable, CustomStringConvertible {
     /// Without sysfs evidence this is judged from the rtnetlink kind.
     public var isVirtual: Bool
     /// Whether user policy marks the link as constrained (NWPath's `isConstrained`; Linux has
-    /// no Low Data Mode, see ``ConstrainedLinkPolicy``).
+    /// no Low Data Mode, see <doc:ClassifyingLinks>).
     public var isConstrained: Bool
     /// The evidence that decided ``type`` and ``kind``.
-    public var evidence: ClassificationEvidence
+    package var evidence: ClassificationEvidence
 
     /// A classification as given.
-    public init(type: InterfaceType, kind: LinkKind, isExpensive: Bool = false, isTransient: Bool = false,
+    package init(type: InterfaceType, kind: LinkKind, isExpensive: Bool = false, isTransient: Bool = false,
                 isVirtual: Bool = false, isConstrained: Bool = false, evidence: ClassificationEvidence) {
         self.type = type
         self.kind = kind
@@ -47,8 +47,8 @@ public struct LinkClassification: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The piece of evidence that decided a link's classification, in the classifier's order of
-/// trust (see ``LinkClassifier``).
-public enum ClassificationEvidence: Sendable, Hashable, CustomStringConvertible {
+/// trust (see `LinkClassifier`).
+package enum ClassificationEvidence: Sendable, Hashable, CustomStringConvertible {
     /// The link has a `phy80211` entry in sysfs.
     case phy80211
     /// The link has a `wireless/` directory in sysfs.
@@ -75,7 +75,7 @@ public enum ClassificationEvidence: Sendable, Hashable, CustomStringConvertible 
     case none
 
     /// Such as `sysfs phy80211`, `uevent DEVTYPE=wwan`, `IFLA_INFO_KIND veth`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .phy80211: return "sysfs phy80211"
         case .wirelessDirectory: return "sysfs wireless/"

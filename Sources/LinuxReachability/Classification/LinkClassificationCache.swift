@@ -2,7 +2,7 @@ import Glibc
 import Netlink
 
 /// Where a ``LinkClassificationCache`` reads sysfs facts.
-public enum SysfsSource: Sendable, Hashable {
+package enum SysfsSource: Sendable, Hashable {
     /// The live `/sys` as seen from a network namespace. For a namespace other than the
     /// current one the cache mounts a private sysfs for it once (`NetworkNamespace.openSysfs()`)
     /// and reads it while it shows the namespace that the name or path leads to, which needs
@@ -18,7 +18,7 @@ public enum SysfsSource: Sendable, Hashable {
     /// `.live(namespace)` for the system's `/sys` (however written: `/sys/`, `//sys`, a link to
     /// it), else `.tree(root:)`: the live sysfs shows the links of the namespace that mounted
     /// it, so another namespace's must be mounted for it.
-    public init(root: String, namespace: NetworkNamespace) {
+    package init(root: String, namespace: NetworkNamespace) {
         var canonical = root
         if let resolved = realpath(root, nil) {
             canonical = String(cString: resolved)
@@ -36,9 +36,9 @@ public enum SysfsSource: Sendable, Hashable {
 /// with unchanged links returns the kept answers without touching sysfs. Thread-safe.
 public final class LinkClassificationCache: Sendable {
     /// Where sysfs facts come from.
-    public let source: SysfsSource
+    package let source: SysfsSource
     /// The constrained-link policy applied to every answer.
-    public let policy: ConstrainedLinkPolicy
+    package let policy: ConstrainedLinkPolicy
 
     private struct State {
         var sysfs: [Int32: (key: LinkFacts.SysfsKey, facts: SysfsFacts)] = [:]
@@ -68,8 +68,16 @@ public final class LinkClassificationCache: Sendable {
     }
     private let state = Locked(State())
 
+    /// A cache for the links of `namespace`, reading its live sysfs.
+    ///
+    /// Links are marked constrained by the rules of `REACH_CONSTRAINED_LINKS` or `REACH_CONSTRAINED_LINKS_FILE`
+    /// (see <doc:ClassifyingLinks>), as the monitors mark them.
+    public convenience init(namespace: NetworkNamespace = .current) {
+        self.init(source: .live(namespace), policy: (try? ConstrainedLinkPolicy.system()) ?? .none)
+    }
+
     /// A cache reading sysfs from `source` and applying `policy`.
-    public init(source: SysfsSource = .live(.current), policy: ConstrainedLinkPolicy = .none) {
+    package init(source: SysfsSource = .live(.current), policy: ConstrainedLinkPolicy = .none) {
         self.source = source
         self.policy = policy
     }
@@ -195,7 +203,7 @@ public final class LinkClassificationCache: Sendable {
     /// For the internet's one-shot answers (``ReachabilityProbe``; an address's asks the
     /// kernel for each link instead): in a namespace of 1 000 links, `reach check` read some
     /// 5 000 sysfs files to answer with one link.
-    public func classifications(of needed: some Sequence<Int32>,
+    package func classifications(of needed: some Sequence<Int32>,
                                 among links: some Collection<Link>) -> [Int32: LinkClassification] {
         let source = LinkSource(everyLink: links)
         return classifications(of: needed.compactMap { source.link($0) }, from: source)
@@ -284,17 +292,17 @@ public final class LinkClassificationCache: Sendable {
     }
 
     /// How many times sysfs was read (one read covers every link that needed it).
-    public var sysfsReadCount: Int { state.withLock { $0.sysfsReads } }
+    package var sysfsReadCount: Int { state.withLock { $0.sysfsReads } }
 
     /// Another namespace's sysfs tree as kept open, if one is (for tests).
     var keptSysfsDirectory: SysfsDirectory? { state.withLock { $0.sysfsDirectory } }
 
     /// How many links' sysfs entries were read, over every read.
-    public var sysfsLinkReadCount: Int { state.withLock { $0.linksReadFromSysfs } }
+    package var sysfsLinkReadCount: Int { state.withLock { $0.linksReadFromSysfs } }
 
     /// Why the last sysfs read gave no evidence, if it failed as a whole (a namespace without
     /// `CAP_SYS_ADMIN`, say); `nil` after a successful read.
-    public var lastSysfsError: NetlinkError? { state.withLock { $0.lastSysfsError } }
+    package var lastSysfsError: NetlinkError? { state.withLock { $0.lastSysfsError } }
 
     /// What one pass over sysfs found for some links.
     private struct SysfsRead {

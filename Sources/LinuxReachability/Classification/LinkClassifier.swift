@@ -28,17 +28,17 @@ import Netlink
 /// machines, do not vote), and a link that no rule explains and whose only sign is one
 /// `lower_` entry in sysfs (``SysfsFacts/lowerLinkNames``: qmi_wwan's QMAP mux links) the type
 /// of that link. A bridge or veth with no such evidence is ``InterfaceType/other``.
-public enum LinkClassifier {
+package enum LinkClassifier {
     /// Drivers of cellular modems' network links. Most also set `DEVTYPE=wwan` (usbnet's
     /// `FLAG_WWAN`); the list catches those that do not and older kernels.
-    public static let modemDrivers: Set<String> = [
+    package static let modemDrivers: Set<String> = [
         "qmi_wwan", "cdc_mbim", "huawei_cdc_ncm", "sierra_net", "mhi_net", "ipa", "iosm",
         "mtk_t7xx", "hso", "kalmia", "GobiNet", "qmi_wwan_q",
     ]
 
     /// Drivers of USB tethering to a phone: wired links whose upstream is cellular, so
     /// expensive. `ipheth` is Apple's iPhone tethering, `rndis_host` Android's (RNDIS).
-    public static let tetheringDrivers: Set<String> = ["ipheth", "rndis_host"]
+    package static let tetheringDrivers: Set<String> = ["ipheth", "rndis_host"]
 
     /// `DEVTYPE=` values, other than the radios, that name a kind.
     static let deviceTypeKinds: [String: LinkKind] = [
@@ -91,7 +91,7 @@ public enum LinkClassifier {
     /// Classifies one link from its own evidence. Stacked links (VLAN, macvlan, MACsec, bridge,
     /// bond, batman-adv)
     /// are ``InterfaceType/other`` here; ``classify(_:policy:)`` resolves them.
-    public static func classify(_ facts: LinkFacts) -> LinkClassification {
+    package static func classify(_ facts: LinkFacts) -> LinkClassification {
         let sysfs = facts.sysfs
         let virtual = isVirtual(facts)
         func answer(_ kind: LinkKind, _ evidence: ClassificationEvidence, expensive: Bool = false) -> LinkClassification {
@@ -137,7 +137,7 @@ public enum LinkClassifier {
     /// Classifies a set of links, the links of one namespace, resolving stacked links against
     /// the others and applying `policy` for ``LinkClassification/isConstrained``.
     /// - Returns: The classification of every link, by interface index.
-    public static func classify(_ links: some Sequence<LinkFacts>,
+    package static func classify(_ links: some Sequence<LinkFacts>,
                                 policy: ConstrainedLinkPolicy = .none) -> [Int32: LinkClassification] {
         var facts: [Int32: LinkFacts] = [:]
         var ports: [Int32: [Int32]] = [:]

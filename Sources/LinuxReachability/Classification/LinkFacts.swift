@@ -5,34 +5,34 @@ import Netlink
 /// ``LinkClassifier/classify(_:)`` is a pure function of these values, so a link can be
 /// classified (and tested) without the hardware: build the facts by hand, from a fixture, or
 /// from a live `Link` and a ``SysfsReader``.
-public struct LinkFacts: Sendable, Hashable {
+package struct LinkFacts: Sendable, Hashable {
     /// The interface index.
-    public var index: Int32
+    package var index: Int32
     /// The interface name.
-    public var name: String
+    package var name: String
     /// The link-layer type (`ARPHRD_*`).
-    public var arphrdType: ARPHRDType
+    package var arphrdType: ARPHRDType
     /// The rtnetlink kind (`IFLA_INFO_KIND`), such as `veth`, `bridge`, `wwan`; `nil` when the
     /// driver registers none (most physical NICs and Wi-Fi cards).
-    public var kind: String?
+    package var kind: String?
     /// The interface flags that describe what the link is: `pointToPoint`, `noARP`, `loopback`,
     /// `master`, `slave`. (``init(link:sysfs:)`` leaves out state flags such as `up` and
     /// `running`, so that a link going up or down is not a change of facts.)
-    public var flags: InterfaceFlags
+    package var flags: InterfaceFlags
     /// The index of the link this one is a port of: a bridge, bond, VRF or batman-adv mesh
     /// interface.
-    public var masterIndex: Int32?
+    package var masterIndex: Int32?
     /// The index of the lower link (`IFLA_LINK`) in this namespace: the parent of a VLAN or
     /// macvlan, the modem link under rmnet. `nil` when it is absent or in another namespace.
-    public var lowerLinkIndex: Int32?
+    package var lowerLinkIndex: Int32?
     /// The sysfs facts; ``SysfsFacts/absent`` when sysfs was not read.
-    public var sysfs: SysfsFacts
+    package var sysfs: SysfsFacts
     /// The link's alternative names (`Link.alternativeNames`), which a
     /// ``ConstrainedLinkPolicy`` name rule matches as it matches the name.
-    public var alternativeNames: [String]
+    package var alternativeNames: [String]
 
     /// Facts as given.
-    public init(index: Int32, name: String, arphrdType: ARPHRDType, kind: String? = nil,
+    package init(index: Int32, name: String, arphrdType: ARPHRDType, kind: String? = nil,
                 flags: InterfaceFlags = [], masterIndex: Int32? = nil, lowerLinkIndex: Int32? = nil,
                 sysfs: SysfsFacts = .absent, alternativeNames: [String] = []) {
         self.index = index
@@ -48,7 +48,7 @@ public struct LinkFacts: Sendable, Hashable {
 
     /// The facts of a live link. A lower link in another namespace (the peer of a veth that was
     /// moved, say) is dropped: its index means nothing here.
-    public init(link: Link, sysfs: SysfsFacts = .absent) {
+    package init(link: Link, sysfs: SysfsFacts = .absent) {
         self.init(index: link.index, name: link.name, arphrdType: link.arphrdType, kind: link.kind,
                   flags: Self.describingFlags(of: link), masterIndex: link.masterIndex,
                   lowerLinkIndex: Self.lowerLinkIndex(of: link), sysfs: sysfs,
@@ -102,7 +102,7 @@ public struct LinkFacts: Sendable, Hashable {
     }
 
     /// The flags that say what a link is, as opposed to what state it is in.
-    public static let describingFlags: InterfaceFlags = [.pointToPoint, .noARP, .loopback, .master, .slave]
+    package static let describingFlags: InterfaceFlags = [.pointToPoint, .noARP, .loopback, .master, .slave]
 
     /// What the sysfs facts depend on: a link keeps its sysfs facts until one of these changes.
     struct SysfsKey: Hashable {

@@ -1,8 +1,8 @@
 /// What a link is, finer than ``InterfaceType``: the technology or the virtual device behind it.
 ///
-/// Each kind has a default ``interfaceType``. Stacked kinds (``vlan``, ``macvlan``, ``bridge``,
+/// Each kind has a default interface type. Stacked kinds (``vlan``, ``macvlan``, ``bridge``,
 /// ``bond``) report ``InterfaceType/other`` here; the classifier gives them the type of their
-/// lower links or ports when those agree (see ``LinkClassifier``).
+/// lower links or ports when those agree (see <doc:ClassifyingLinks>).
 public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// A wired Ethernet NIC or USB Ethernet adapter, including USB tethering to a phone.
     case ethernet
@@ -49,7 +49,7 @@ public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
     /// The ``InterfaceType`` this kind reports on its own: ``wifi`` is Wi-Fi, ``wwan`` is
     /// cellular, ``ethernet`` is wired Ethernet, ``loopback`` is loopback, everything else is
     /// other (before stacked kinds inherit from their lower links).
-    public var interfaceType: InterfaceType {
+    package var interfaceType: InterfaceType {
         switch self {
         case .ethernet: return .wiredEthernet
         case .wifi: return .wifi
@@ -61,7 +61,7 @@ public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
 
     /// Whether the kind is a dial-up link or a VPN tunnel: Apple's `transientConnection`
     /// (``ppp``, ``tun``, ``wireguard``, ``tunnel``).
-    public var isTransient: Bool {
+    package var isTransient: Bool {
         switch self {
         case .ppp, .tun, .wireguard, .tunnel: return true
         default: return false
@@ -72,7 +72,7 @@ public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
     /// ``macvlan`` from their lower link, ``bridge`` and ``bond`` from their ports. Two links of
     /// kind ``other`` do so too, told by their rtnetlink kind string: MACsec (`macsec`) from its
     /// lower link, batman-adv (`batadv`) from its ports.
-    public var inheritsLowerType: Bool {
+    package var inheritsLowerType: Bool {
         switch self {
         case .vlan, .macvlan, .bridge, .bond: return true
         default: return false
@@ -81,7 +81,7 @@ public enum LinkKind: String, Sendable, Hashable, CaseIterable, CustomStringConv
 
     /// The kind that an rtnetlink `IFLA_INFO_KIND` names, or `nil` for a kind string this
     /// library does not know (the classifier then weighs the other evidence).
-    public init?(rtnetlinkKind kind: String) {
+    package init?(rtnetlinkKind kind: String) {
         guard let known = Self.rtnetlinkKinds[kind] else { return nil }
         self = known
     }

@@ -13,23 +13,23 @@ import Netlink
 /// facts of another namespace's links, use ``LinkClassificationCache`` with ``SysfsSource/live(_:)``, which
 /// reads through a sysfs mounted for that namespace (`NetworkNamespace.openSysfs()`), or a
 /// reader of such a tree, ``init(directory:)``.
-public struct SysfsReader: Sendable, Hashable {
+package struct SysfsReader: Sendable, Hashable {
     /// The directory that plays the role of `/sys`. A reader of an open tree
     /// (``init(directory:)``) reads that tree and holds its description here; setting it
     /// changes nothing there.
-    public var root: String
+    package var root: String
     /// The open tree read instead of `root`, if any.
     private let directory: SysfsDirectory?
 
     /// A reader of the sysfs tree at `root`.
-    public init(root: String = "/sys") {
+    package init(root: String = "/sys") {
         self.root = root
         directory = nil
     }
 
     /// A reader of an open sysfs tree (`NetworkNamespace.openSysfs()`): another namespace's
     /// links, read from any thread without a mount per read.
-    public init(directory: SysfsDirectory) {
+    package init(directory: SysfsDirectory) {
         root = directory.description
         self.directory = directory
     }
@@ -44,7 +44,7 @@ public struct SysfsReader: Sendable, Hashable {
     ///     ``SysfsFacts/lowerLinkNames`` when it has no parent device and no `DEVTYPE`. Pass
     ///     `false` for a link with an rtnetlink kind, which the classifier never resolves that
     ///     way: it spares a directory listing per veth of a container host.
-    public func facts(forLinkNamed name: String, listingLowerLinks: Bool = true) -> SysfsFacts {
+    package func facts(forLinkNamed name: String, listingLowerLinks: Bool = true) -> SysfsFacts {
         guard Self.isPlausibleLinkName(name) else { return .absent }
         // The link's path is walked once (`/sys/class/net/NAME`, a symbolic link into
         // `/sys/devices`); each entry is then looked up in its directory. Walking the whole

@@ -8,7 +8,7 @@ import Netlink
 
 extension ReachabilityEvaluator {
     /// The user whose sockets the internet's traffic comes from: this process's effective user.
-    public static var currentUserID: UInt32 { UInt32(geteuid()) }
+    package static var currentUserID: UInt32 { UInt32(geteuid()) }
 
     /// The default routes that can carry this host's traffic to the internet, in the order the
     /// kernel would try them: by policy rule, then lowest metric first (IPv4 before IPv6 on a
@@ -62,7 +62,7 @@ extension ReachabilityEvaluator {
     /// So with WireGuard's `wg-quick` (`not fwmark 51820 lookup 51820`, and `lookup main
     /// suppress_prefixlength 0` before it), the internet goes through the tunnel's table, and
     /// with a Tailscale exit node through table 52.
-    public static func internetRoutes(_ state: NetworkState, userID: UInt32 = currentUserID) -> [Route] {
+    package static func internetRoutes(_ state: NetworkState, userID: UInt32 = currentUserID) -> [Route] {
         var ranked: [(rank: UInt32, route: Route)] = []
         let loopbackName = state.links[Self.loopbackIndex]?.name ?? "lo"
         for family in AddressFamily.allCases {
@@ -297,7 +297,7 @@ extension ReachabilityEvaluator {
     /// 0; an IPv6 one passes no `from` test. A rule
     /// that selects by destination prefix, protocol or port selects only part of that traffic,
     /// and is taken not to select it (and, inverted, to select it).
-    public static func ruleSelectsInternetTraffic(_ rule: PolicyRule, source: IPAddress? = nil, userID: UInt32,
+    package static func ruleSelectsInternetTraffic(_ rule: PolicyRule, source: IPAddress? = nil, userID: UInt32,
                                                   loopbackName: String = "lo") -> Bool {
         var selects = true
         if let name = rule.inputLinkName, name != loopbackName || rule.linkIsMissing { selects = false }

@@ -9,7 +9,7 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
     /// copy copies the box first (copy on write).
     private struct Parts: Sendable, Hashable {
         var flags: ReachabilityFlags
-        var interface: ReachabilityInterface?
+        var interface: NetworkInterface?
         var gateway: IPAddress?
         var address: IPAddress?
         var addresses = AddressList.none
@@ -93,7 +93,7 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
         set { modify { $0.flags = newValue } }
     }
     /// The link the kernel would send through, when a route matched.
-    public var interface: ReachabilityInterface? {
+    public var interface: NetworkInterface? {
         get { box.parts.interface }
         set { modify { $0.interface = newValue } }
     }
@@ -150,7 +150,7 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// An answer as given.
-    public init(flags: ReachabilityFlags, interface: ReachabilityInterface? = nil, gateway: IPAddress? = nil,
+    public init(flags: ReachabilityFlags, interface: NetworkInterface? = nil, gateway: IPAddress? = nil,
                 address: IPAddress? = nil, route: Route? = nil, reason: UnreachableReason? = nil) {
         box = Box(Parts(flags: flags, interface: interface, gateway: gateway, address: address, route: route, reason: reason))
     }
@@ -178,7 +178,7 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Not reachable, for `reason`.
-    public static func notReachable(_ reason: UnreachableReason, address: IPAddress? = nil) -> ReachabilityAnswer {
+    package static func notReachable(_ reason: UnreachableReason, address: IPAddress? = nil) -> ReachabilityAnswer {
         ReachabilityAnswer(flags: [], address: address, reason: reason)
     }
 
@@ -197,29 +197,6 @@ public struct ReachabilityAnswer: Sendable, Hashable, CustomStringConvertible {
         if let reason { text += " (\(reason))" }
         return text
     }
-}
-
-/// The link an answer goes through.
-public struct ReachabilityInterface: Sendable, Hashable, CustomStringConvertible {
-    /// The interface name.
-    public var name: String
-    /// The interface index.
-    public var index: Int32
-    /// The classification of the link.
-    public var classification: LinkClassification
-
-    /// An interface as given.
-    public init(name: String, index: Int32, classification: LinkClassification) {
-        self.name = name
-        self.index = index
-        self.classification = classification
-    }
-
-    /// The link's type.
-    public var type: InterfaceType { classification.type }
-
-    /// The name.
-    public var description: String { name }
 }
 
 /// Why a target is not reachable, or waits.
@@ -251,7 +228,8 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
     case noDefaultRoute
     /// The host name resolved to no address.
     case unresolved
-    /// Resolving the host name failed, or gave no answer in time (see ``BoundedResolution``).
+    /// Resolving the host name failed, or gave no answer in time (15 seconds unless the monitor
+    /// or probe was given another `resolutionTimeout`).
     case resolutionFailed(ReachabilityError)
     /// The kernel lookup failed for another reason.
     case lookupFailed(NetlinkError)

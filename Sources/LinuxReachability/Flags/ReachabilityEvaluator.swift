@@ -13,14 +13,14 @@ import Netlink
 /// `reachable | connectionRequired | interventionRequired`, which every status maps to not
 /// reachable. Blackhole, unreachable, prohibit and throw routes, no route, a link that is down
 /// or without carrier give no flags.
-public enum ReachabilityEvaluator {
+package enum ReachabilityEvaluator {
     /// Evaluates a kernel route lookup.
     /// - Parameters:
     ///   - lookup: The kernel's answer for the target (`NetlinkConnection.lookupRoute(to:from:outputLinkIndex:mark:)`).
     ///   - address: The target address, reported in the answer.
     ///   - links: The namespace's links, by index.
     ///   - classifications: Their classifications, by index.
-    public static func evaluate(_ lookup: RouteLookupResult, address: IPAddress? = nil, links: [Int32: Link],
+    package static func evaluate(_ lookup: RouteLookupResult, address: IPAddress? = nil, links: [Int32: Link],
                                 classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         switch lookup {
         case .noRoute: return .notReachable(.noRoute, address: address)
@@ -59,13 +59,13 @@ public enum ReachabilityEvaluator {
 
     /// Evaluates a route the kernel chose through its first next hop (a lookup's answer has one;
     /// for each hop of a default route, see ``evaluateNexthops(of:links:classifications:)``).
-    public static func evaluate(route: Route, address: IPAddress? = nil, links: [Int32: Link],
+    package static func evaluate(route: Route, address: IPAddress? = nil, links: [Int32: Link],
                                 classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         var answer = ReachabilityAnswer(flags: [], gateway: route.gateway, address: address, route: route)
         let link = route.outputLinkIndex.flatMap { links[$0] }
         let classification = link.map { classifications[$0.index] ?? LinkClassifier.classify(LinkFacts(link: $0)) }
         if let link, let classification {
-            answer.interface = ReachabilityInterface(name: link.name, index: link.index, classification: classification)
+            answer.interface = NetworkInterface(name: link.name, index: link.index, classification: classification)
         }
         // This host's own IPv6 anycast addresses (the subnet-router anycast address of a
         // forwarding host, or one joined with IPV6_JOIN_ANYCAST) have anycast routes through
@@ -107,7 +107,7 @@ public enum ReachabilityEvaluator {
     /// kernel marks a hop dead when its link goes down and sends through the others), in the
     /// route's order, each with that hop's link and gateway and the whole route. A multipath
     /// route whose hops are all dead gets the first hop's answer.
-    public static func evaluateNexthops(of route: Route, links: [Int32: Link],
+    package static func evaluateNexthops(of route: Route, links: [Int32: Link],
                                         classifications: [Int32: LinkClassification]) -> [ReachabilityAnswer] {
         guard route.nexthops.count > 1 else {
             return [evaluate(route: route, links: links, classifications: classifications)]
@@ -137,7 +137,7 @@ public enum ReachabilityEvaluator {
     /// router whose neighbour entry has failed, which it soon has once the carrier is gone and
     /// traffic flows (`rt6_check_neigh`): an IPv6 route through a link without carrier does not
     /// end the family, and a later usable one answers.
-    public static func evaluateInternet(_ state: NetworkState,
+    package static func evaluateInternet(_ state: NetworkState,
                                         classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
         var answers: [ReachabilityAnswer] = []
         var passedOver: [ReachabilityAnswer] = []
@@ -164,7 +164,7 @@ public enum ReachabilityEvaluator {
 
     /// The best of several answers (the addresses of one host, the default routes): the first
     /// reachable one, else the first that waits for a connection, else the first.
-    public static func best(of answers: [ReachabilityAnswer]) -> ReachabilityAnswer? {
+    package static func best(of answers: [ReachabilityAnswer]) -> ReachabilityAnswer? {
         answers.first { $0.isReachable }
             ?? answers.first { $0.flags.contains(.reachable) }
             ?? answers.first

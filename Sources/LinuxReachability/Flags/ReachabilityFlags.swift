@@ -1,5 +1,5 @@
 /// Apple's `SCNetworkReachabilityFlags`, with the same Swift names and bit values, answered from
-/// the Linux kernel by ``ReachabilityEvaluator``.
+/// the Linux kernel (see <doc:ComingFromSCNetworkReachability>).
 public struct ReachabilityFlags: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public var rawValue: UInt32
     /// Flags from their raw bits (the values of `kSCNetworkReachabilityFlags*`).
@@ -39,7 +39,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable, CustomStringConv
     ]
 
     /// The Swift names of the flags that are set, in bit order: `["reachable", "isDirect"]`.
-    public var names: [String] { Self.names.filter { contains($0.0) }.map(\.1) }
+    package var names: [String] { Self.names.filter { contains($0.0) }.map(\.1) }
 
     /// The set flags as `[.reachable, .isDirect]`.
     public var description: String { "[" + names.map { "." + $0 }.joined(separator: ", ") + "]" }

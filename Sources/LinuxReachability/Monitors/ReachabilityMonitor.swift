@@ -95,11 +95,11 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     ///     lowest latency, pass ``evaluationQueue(in:)`` itself: callbacks then run inside the
     ///     round, on the thread that read the kernel's message.
     ///   - resolver: Resolves host names. By default the process-wide engine of the namespace
-    ///     resolves with ``SystemHostResolver``; with a resolver of its own the monitor gets an
+    ///     resolves with `getaddrinfo` inside the namespace; with a resolver of its own the monitor gets an
     ///     engine of its own (still on the namespace's one kernel subscription).
     ///   - resolutionTimeout: How long `resolver` may take before the answer says the name could
     ///     not be resolved (``UnreachableReason/resolutionFailed(_:)``); used with `resolver` only,
-    ///     the shared engine waits ``BoundedResolution/defaultTimeout``.
+    ///     the shared engine waits 15 seconds.
     ///   - logger: Where the namespace's engine logs, if this monitor starts it (one running
     ///     already keeps the logger it started with): its start at `debug`, a host name that
     ///     could not be resolved at `warning`, a namespace that went away at `notice`, and,
@@ -124,7 +124,7 @@ public final class ReachabilityMonitor: Sendable, CustomStringConvertible, Batch
     }
 
     /// The default logger of monitors: labelled `LinuxReachability`, logging nothing.
-    public static let silentLogger = Logger(label: "LinuxReachability", factory: { _ in SwiftLogNoOpLogHandler() })
+    @usableFromInline package static let silentLogger = Logger(label: "LinuxReachability", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// The serial queue on which the evaluation rounds of `namespace` run, shared by the
     /// monitors that have no resolver of their own; the target of their default callback

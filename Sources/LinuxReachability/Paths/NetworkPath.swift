@@ -1,27 +1,5 @@
 import Netlink
 
-/// A link a path can use (NWInterface).
-public struct NetworkInterface: Sendable, Hashable, CustomStringConvertible {
-    /// The interface name.
-    public var name: String
-    /// The interface index.
-    public var index: Int32
-    /// The link's classification.
-    public var classification: LinkClassification
-    /// The link's type.
-    public var type: InterfaceType { classification.type }
-
-    /// An interface as given.
-    public init(name: String, index: Int32, classification: LinkClassification) {
-        self.name = name
-        self.index = index
-        self.classification = classification
-    }
-
-    /// The name.
-    public var description: String { name }
-}
-
 /// The state of the way out of this host, in NWPath's terms.
 public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// NWPath.Status.
@@ -95,7 +73,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
         public var interface: NetworkInterface
 
         /// A gateway as given.
-        public init(address: IPAddress, interface: NetworkInterface) {
+        package init(address: IPAddress, interface: NetworkInterface) {
             self.address = address
             self.interface = interface
         }
@@ -106,7 +84,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A path as given.
-    public init(status: Status, unsatisfiedReason: UnsatisfiedReason = .notAvailable, availableInterfaces: [NetworkInterface] = [],
+    package init(status: Status, unsatisfiedReason: UnsatisfiedReason = .notAvailable, availableInterfaces: [NetworkInterface] = [],
                 gateways: [IPAddress] = [], scopedGateways: [Gateway] = [], supportsIPv4: Bool = false,
                 supportsIPv6: Bool = false, supportsDNS: Bool = false) {
         self.status = status
@@ -128,7 +106,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the preferred link is expensive.
     public var isExpensive: Bool { availableInterfaces.first?.classification.isExpensive ?? false }
-    /// Whether the preferred link is constrained (user policy, ``ConstrainedLinkPolicy``).
+    /// Whether the preferred link is constrained (user policy, see <doc:ClassifyingLinks>).
     public var isConstrained: Bool { availableInterfaces.first?.classification.isConstrained ?? false }
 
     /// Such as `satisfied (eth0, wlan0) IPv4 IPv6 DNS`.
@@ -156,7 +134,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     ///   - required: Only links of this type may be used.
     ///   - prohibited: Links of these types may not be used.
     ///   - nameServerReachable: Whether a configured name server is routed through a usable link.
-    public static func evaluate(_ state: NetworkState, classifications: [Int32: LinkClassification],
+    package static func evaluate(_ state: NetworkState, classifications: [Int32: LinkClassification],
                                 required: InterfaceType? = nil, prohibited: Set<InterfaceType> = [],
                                 nameServerReachable: Bool = false) -> NetworkPath {
         // A refusing route among them has no link and gives no path.

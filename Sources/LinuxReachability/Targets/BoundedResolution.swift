@@ -9,11 +9,11 @@ import Netlink
 /// given): the answer then says the name could not be resolved and why
 /// (``UnreachableReason/resolutionFailed(_:)``), and a later network change tries again. The
 /// resolver's own work is not cancelled (getaddrinfo cannot be); its late result is dropped.
-public enum BoundedResolution {
+@usableFromInline package enum BoundedResolution {
     /// How long a resolution may take before it is reported as failed: 15 seconds, more than
     /// glibc's default of two attempts of 5 seconds against one name server. A timeout of a
     /// century or more is no deadline at all; a negative one is zero.
-    public static let defaultTimeout: Duration = .seconds(15)
+    @usableFromInline package static let defaultTimeout: Duration = .seconds(15)
 
     /// The deadlines' timers run here: a serial queue of the library's own (a global queue
     /// would start libdispatch's worker-pool monitor, a timer for the life of the process).

@@ -4,8 +4,8 @@ import FoundationEssentials
 import Glibc
 import Netlink
 
-/// Turns a host name into addresses. Inject one into the monitors and the probe; tests use
-/// ``StaticHostResolver`` or ``HostsFileResolver`` so that nothing asks a DNS server.
+/// Turns a host name into addresses. Inject one into the monitors and the probe, to resolve
+/// from a source of your own or, in tests, from a table, so that nothing asks a DNS server.
 public protocol HostResolver: Sendable {
     /// The addresses of `host`, in the resolver's order of preference; empty when it has none.
     /// - Throws: ``ReachabilityError/resolutionFailed(host:message:)`` when resolution fails.
@@ -71,23 +71,23 @@ extension [ResolvedAddress] {
 /// `getaddrinfo(3)` with the process's own `/etc/resolv.conf`, run inside the namespace (for a
 /// namespace with a hosts file of its own but no `resolv.conf`, glibc then reads the machine's
 /// `/etc/hosts` as well).
-public struct SystemHostResolver: HostResolver {
+package struct SystemHostResolver: HostResolver {
     /// The namespace the lookup runs in.
-    public var namespace: NetworkNamespace
+    package var namespace: NetworkNamespace
 
     /// A resolver for `namespace` (default: the current one).
-    public init(namespace: NetworkNamespace = .current) {
+    package init(namespace: NetworkNamespace = .current) {
         self.namespace = namespace
     }
 
-    public func resolve(_ host: String) async throws -> [IPAddress] {
+    package func resolve(_ host: String) async throws -> [IPAddress] {
         try await resolveScoped(host).addresses
     }
 
     /// The addresses with their links: an IPv6 link-local address that `getaddrinfo` or c-ares
     /// answers with a `sin6_scope_id` (mDNS's, or a literal such as `fe80::1%eth0`) is scoped to
     /// that link, named as it is in the namespace (its index in decimal if it has gone since).
-    public func resolveScoped(_ host: String) async throws -> [ResolvedAddress] {
+    package func resolveScoped(_ host: String) async throws -> [ResolvedAddress] {
         let namespace = self.namespace
         var resolverFile: String?
         var hasHostsFile = false
@@ -169,16 +169,16 @@ extension NetworkNamespace {
 
 /// Answers from a hosts file (`/etc/hosts` syntax), never from DNS: for tests and for
 /// namespaces with their own `/etc/netns/NAME/hosts`.
-public struct HostsFileResolver: HostResolver {
+package struct HostsFileResolver: HostResolver {
     /// The file.
-    public var path: String
+    package var path: String
 
     /// A resolver reading `path` at each resolution.
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
-    public func resolve(_ host: String) async throws -> [IPAddress] {
+    package func resolve(_ host: String) async throws -> [IPAddress] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ReachabilityError.resolutionFailed(host: host, message: "cannot read \(path)")
         }
@@ -202,16 +202,16 @@ public struct HostsFileResolver: HostResolver {
 }
 
 /// A fixed table of names, for tests and for apps that resolve elsewhere.
-public struct StaticHostResolver: HostResolver {
+package struct StaticHostResolver: HostResolver {
     /// The table.
-    public var table: [String: [IPAddress]]
+    package var table: [String: [IPAddress]]
 
     /// A resolver answering from `table` (unknown names have no addresses).
-    public init(_ table: [String: [IPAddress]]) {
+    package init(_ table: [String: [IPAddress]]) {
         self.table = table
     }
 
-    public func resolve(_ host: String) async throws -> [IPAddress] { table[host] ?? [] }
+    package func resolve(_ host: String) async throws -> [IPAddress] { table[host] ?? [] }
 }
 
 extension IPAddress {

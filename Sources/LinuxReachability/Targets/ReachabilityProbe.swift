@@ -21,16 +21,25 @@ public final class ReachabilityProbe: Sendable {
     private let resolutionTimeout: Duration
 
     /// A probe of `namespace`.
+    ///
+    /// Links are classified from the namespace's live sysfs, and marked constrained as the
+    /// monitors mark them (see <doc:ClassifyingLinks>).
     /// - Parameters:
     ///   - namespace: The namespace to ask (default: the current one).
-    ///   - sysfs: Where link facts come from (default: the namespace's own sysfs).
-    ///   - policy: Which links are constrained.
-    ///   - resolver: Resolves host names (default: ``SystemHostResolver`` in `namespace`).
+    ///   - resolver: Resolves host names (default: `getaddrinfo` inside `namespace`).
     ///   - resolutionTimeout: How long a resolution may take before it fails with
     ///     ``ReachabilityError/resolutionFailed(host:message:)``.
     /// - Throws: The namespace errors of `NetlinkConnection(namespace:)`.
-    public init(namespace: NetworkNamespace = .current, sysfs: SysfsSource? = nil, policy: ConstrainedLinkPolicy = .none,
-                resolver: (any HostResolver)? = nil, resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(NetlinkError) {
+    public convenience init(namespace: NetworkNamespace = .current, resolver: (any HostResolver)? = nil,
+                            resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(NetlinkError) {
+        try self.init(namespace: namespace, sysfs: nil, policy: (try? ConstrainedLinkPolicy.system()) ?? .none,
+                      resolver: resolver, resolutionTimeout: resolutionTimeout)
+    }
+
+    /// A probe of `namespace` that reads link facts from `sysfs` (default: the namespace's own)
+    /// and applies `policy`.
+    package init(namespace: NetworkNamespace = .current, sysfs: SysfsSource?, policy: ConstrainedLinkPolicy,
+                 resolver: (any HostResolver)? = nil, resolutionTimeout: Duration = BoundedResolution.defaultTimeout) throws(NetlinkError) {
         self.namespace = namespace
         connection = try NetlinkConnection(namespace: namespace)
         classifier = LinkClassificationCache(source: sysfs ?? .live(namespace), policy: policy)
