@@ -100,12 +100,12 @@ public struct Link: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     /// The flags that say what state a link is in rather than what it is: up, running, lower
     /// layer up, dormant.
-    public static let stateFlags: InterfaceFlags = [.up, .running, .lowerUp, .dormant]
+    package static let stateFlags: InterfaceFlags = [.up, .running, .lowerUp, .dormant]
 
     /// Whether this link and `other` differ, if at all, only in their state: the
     /// ``stateFlags``, the operational state and the carrier. A link going up or down, or
     /// losing its carrier, is the same link; a rename, a new master or a new MTU is not.
-    public func differsOnlyInState(from other: Link) -> Bool {
+    package func differsOnlyInState(from other: Link) -> Bool {
         var this = self
         this.flags = this.flags.subtracting(Self.stateFlags).union(other.flags.intersection(Self.stateFlags))
         this.operState = other.operState

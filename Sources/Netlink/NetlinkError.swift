@@ -3,9 +3,9 @@ import Glibc
 
 /// An error from libnl, the kernel's netlink interface, or the system calls around them.
 ///
-/// Codes below 1000 are libnl's own (`NLE_*`); the library adds a few conditions that libnl cannot
-/// tell apart or does not know (a receive-buffer overflow, a missing or vanished namespace).
-/// Compare with the static members, also in `catch` patterns:
+/// Each condition is a static member: libnl's own failures and a few that libnl cannot tell
+/// apart or does not know (a receive-buffer overflow, a missing or vanished namespace). Compare
+/// with them, also in `catch` patterns:
 ///
 /// ```swift
 /// do { _ = try NetlinkConnection(namespace: .named("blue")) }
@@ -13,10 +13,10 @@ import Glibc
 /// ```
 ///
 /// When the failure came from a system call, ``systemErrno`` keeps the `errno` it reported.
-/// Equality compares the ``code`` only.
+/// Equality compares the condition only, not the `errno` or the context.
 public struct NetlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The error code: libnl's `NLE_*` value, or one of the library's codes (1000 and up).
-    public let code: Int32
+    package let code: Int32
     /// The `errno` behind the failure, when it came from a system call or the kernel.
     public let systemErrno: Int32?
     /// What the library was doing, such as `"open /run/netns/blue"`; empty when unknown.
@@ -26,7 +26,7 @@ public struct NetlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     let explanation: String?
 
     /// Creates an error from a code, an optional `errno` and a context.
-    public init(code: Int32, systemErrno: Int32? = nil, context: String = "") {
+    package init(code: Int32, systemErrno: Int32? = nil, context: String = "") {
         self.init(code: code, systemErrno: systemErrno, context: context, explanation: nil)
     }
 
@@ -41,7 +41,7 @@ public struct NetlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Creates an error from a libnl return value (negative or positive `NLE_*` code).
-    public init(libnlCode: Int32, context: String = "") {
+    package init(libnlCode: Int32, context: String = "") {
         self.init(code: abs(libnlCode), context: context)
     }
 

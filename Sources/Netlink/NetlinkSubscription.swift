@@ -111,7 +111,7 @@ public final class NetlinkSubscription: Sendable {
     /// the subscription re-reads what the kernel changed without a message and the batch that
     /// ends that re-read (see
     /// ``observeSettledBatchesOnSubscriptionThread(onTermination:_:)``).
-    public var settledState: (state: NetworkState, isSettled: Bool) { publisher.settledState }
+    package var settledState: (state: NetworkState, isSettled: Bool) { publisher.settledState }
 
     /// How many times the subscription has re-read the kernel's state after lost notifications.
     public var resynchronizationCount: Int { publisher.resynchronizationCount }
@@ -173,7 +173,7 @@ public final class NetlinkSubscription: Sendable {
     /// - Parameters:
     ///   - onTermination: Called once if the subscription ends (the namespace was deleted).
     ///   - handler: Called with each batch, never with an empty one.
-    public func observeBatchesOnSubscriptionThread(onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
+    package func observeBatchesOnSubscriptionThread(onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
                                                    _ handler: @escaping @Sendable ([NetlinkEvent]) -> Void) -> NetlinkObservation {
         let observer = CallbackObserver(queue: nil, batchHandler: handler, onTermination: onTermination)
         publisher.attach(observer)
@@ -200,7 +200,7 @@ public final class NetlinkSubscription: Sendable {
     /// - Parameters:
     ///   - onTermination: Called once if the subscription ends (the namespace was deleted).
     ///   - handler: Called with each batch and whether the state is settled.
-    public func observeSettledBatchesOnSubscriptionThread(
+    package func observeSettledBatchesOnSubscriptionThread(
         onTermination: (@Sendable (NetlinkError) -> Void)? = nil,
         _ handler: @escaping @Sendable (_ events: [NetlinkEvent], _ isSettled: Bool) -> Void
     ) -> NetlinkObservation {

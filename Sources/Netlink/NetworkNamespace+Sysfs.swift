@@ -20,7 +20,7 @@ extension NetworkNamespace {
     ///   opening the namespace, `NetlinkError.namespacePermissionDenied` without
     ///   `CAP_SYS_ADMIN`, or a `NetlinkError` whose `systemErrno` and `context` name the
     ///   step (`unshare`, `mount`, `setns`) that failed.
-    public func withSysfs<T>(_ body: @escaping @Sendable (_ sysfsRoot: String) -> T) throws(NetlinkError) -> T {
+    package func withSysfs<T>(_ body: @escaping @Sendable (_ sysfsRoot: String) -> T) throws(NetlinkError) -> T {
         if isCurrent { return body("/sys") }
         return try inSysfsView { () throws(NetlinkError) in body("/sys") }
     }
@@ -40,7 +40,7 @@ extension NetworkNamespace {
     /// (a few KiB) and the sysfs superblock until the directory is released.
     /// - Throws: The errors of ``withSysfs(_:)``, or a `NetlinkError` whose `context` says
     ///   that the mounted root could not be opened.
-    public func openSysfs() throws(NetlinkError) -> SysfsDirectory {
+    package func openSysfs() throws(NetlinkError) -> SysfsDirectory {
         let target = try openDescriptor()
         defer { close(target) }
         let identity = try identity(of: target)
@@ -99,16 +99,16 @@ extension NetworkNamespace {
 /// An open sysfs tree that shows one network namespace's links (`NetworkNamespace.openSysfs()`):
 /// its root directory, read with `openat` relative to ``descriptor`` (`class/net/NAME/...`),
 /// from any thread. The descriptor is closed when the last reference goes.
-public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
+package final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
     /// The root directory of the tree (a read-only descriptor), which plays the role of `/sys`.
     /// Valid while this object lives; do not close it.
-    public let descriptor: Int32
+    package let descriptor: Int32
     /// The namespace whose links the tree shows.
-    public let namespace: NetworkNamespace
+    package let namespace: NetworkNamespace
     /// That namespace's identity when the tree was opened. A namespace made later under the
     /// same name may have the same identity (the kernel reuses inode numbers): ``shows(_:)``
     /// checks the tree too.
-    public let identity: NetworkNamespace.Identity
+    package let identity: NetworkNamespace.Identity
 
     init(descriptor: Int32, namespace: NetworkNamespace, identity: NetworkNamespace.Identity) {
         self.descriptor = descriptor
@@ -124,7 +124,7 @@ public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
     /// deleted namespace's inode number, often for the next namespace made (`ip netns del X;
     /// ip netns add X`). A live namespace always has its loopback link (renamed, perhaps), and
     /// a tree of a deleted one lists nothing. Costs a few system calls.
-    public func shows(_ namespace: NetworkNamespace) -> Bool {
+    package func shows(_ namespace: NetworkNamespace) -> Bool {
         guard (try? namespace.identity()) == identity else { return false }
         let links = openat(descriptor, "class/net", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
         guard links >= 0, let listing = fdopendir(links) else {
@@ -140,11 +140,11 @@ public final class SysfsDirectory: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// "sysfs of NAME", for messages.
-    public var description: String { "sysfs of \(namespace.description)" }
+    package var description: String { "sysfs of \(namespace.description)" }
 
     /// Two trees are equal when they are the same open tree (one mount, one descriptor).
-    public static func == (lhs: SysfsDirectory, rhs: SysfsDirectory) -> Bool { lhs === rhs }
+    package static func == (lhs: SysfsDirectory, rhs: SysfsDirectory) -> Bool { lhs === rhs }
 
     /// Hashes the tree's identity as an object, as ``==(_:_:)`` compares it.
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

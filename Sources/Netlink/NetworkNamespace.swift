@@ -101,7 +101,7 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
 
     /// The identity of the namespace: the device and inode of its nsfs file. Two values that
     /// name the same namespace (a name and `/proc/PID/ns/net`, say) have the same identity.
-    public func identity() throws(NetlinkError) -> Identity {
+    package func identity() throws(NetlinkError) -> Identity {
         let fd = try openDescriptor()
         defer { close(fd) }
         return try identity(of: fd)
@@ -117,11 +117,11 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The identity of a network namespace (nsfs device and inode).
-    public struct Identity: Sendable, Hashable {
+    package struct Identity: Sendable, Hashable {
         /// The device of the nsfs file.
-        public var device: UInt64
+        package var device: UInt64
         /// The inode number, which `ip netns identify` and `lsns` show.
-        public var inode: UInt64
+        package var inode: UInt64
     }
 
     /// Runs `body` with the calling thread's network namespace switched to this one, on a

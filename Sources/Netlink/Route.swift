@@ -152,7 +152,7 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
 
         /// The key without the next hop and the route's other attributes: what `ip route
         /// replace` matches.
-        public var prefixPart: Key {
+        package var prefixPart: Key {
             Key(family: family, table: table, destination: destination, sourcePrefix: sourcePrefix,
                 tos: tos, metric: metric, gateway: nil, outputLinkIndex: nil, nexthopID: nil)
         }

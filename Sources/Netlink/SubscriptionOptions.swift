@@ -33,7 +33,7 @@ public struct SubscriptionOptions: Sendable, Hashable {
     }
 
     /// The default logger: labelled `Netlink`, logging nothing.
-    public static let silentLogger = Logger(label: "Netlink", factory: { _ in SwiftLogNoOpLogHandler() })
+    @usableFromInline package static let silentLogger = Logger(label: "Netlink", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Whether two options open the same kind of subscription (the logger aside).
     public static func == (lhs: SubscriptionOptions, rhs: SubscriptionOptions) -> Bool {

@@ -69,7 +69,7 @@ case "subscription-lookup" where arguments.count == 3:
     }
     // Only the subscription's thread touches it; the mutex is never contended.
     let last = Mutex<Answer?>(nil)
-    let observation = subscription.observeBatchesOnSubscriptionThread { [subscription] _ in
+    let observation = subscription.observeOnSubscriptionThread { [subscription] _ in
         let result = try? connection.lookupRoute(to: address)
         let linkReady = result?.route?.outputLinkIndex.flatMap { subscription.state.links[$0] }
             .map { $0.flags.isSuperset(of: [.up, .lowerUp]) } ?? false
