@@ -68,6 +68,49 @@ struct DocumentationSnippetTests {
         _ = gateway.status
     }
 
+    /// GettingStarted's sections, in the current namespace (the host name through a resolver
+    /// of the test's: no name server is asked).
+    @Test func gettingStarted() async throws {
+        let probe = try ReachabilityProbe()
+        let (answer, _) = try await probe.answer(for: .address(IPAddress("192.0.2.1")!))
+        print(answer.isReachable, answer.flags, answer.interface?.name ?? "no link")
+        if let reason = answer.reason { print("not reachable:", reason) }
+
+        let internet = try ReachabilityMonitor(target: .internet)
+        for await answer in internet.updates() {
+            print(answer.status, answer.interface?.type.description ?? "-")
+            break
+        }
+
+        let database = try ReachabilityMonitor(target: .host("db.example.internal"),
+                                               resolver: StaticHostResolver(["db.example.internal": [IPAddress("192.0.2.7")!]]))
+        database.onChange = { _, answer in
+            print("database:", answer.isReachable ? "reachable" : "not reachable", answer)
+        }
+        database.startListening()
+        database.stopListening()
+
+        let paths = NetworkPathMonitor(prohibitedInterfaceTypes: [.cellular])
+        for await path in paths {
+            print(path.status, path.availableInterfaces.map(\.name), path.isExpensive)
+            break
+        }
+    }
+
+    /// ReachabilityCompat's GettingStarted: a status and its notification on the core monitor.
+    @Test func compatGettingStarted() throws {
+        let monitor = try ReachabilityMonitor(target: .internet)
+        print(monitor.networkStatus, monitor.alamofireStatus, monitor.fxStatus)
+        monitor.postsNotifications = true
+        let observer = NotificationCenter.default.addObserver(
+            forName: ReachabilityMonitor.statusDidChangeNotification, object: monitor, queue: nil) { note in
+            print(note.userInfo?[ReachabilityMonitor.statusUserInfoKey] ?? "?")
+        }
+        monitor.startListening()
+        monitor.stopListening()
+        NotificationCenter.default.removeObserver(observer)
+    }
+
     @Test func classificationOverview() throws {
         let kernel = try NetlinkConnection()
         let classifier = LinkClassificationCache()
