@@ -1,7 +1,6 @@
 #if CommandLineTool
 import ArgumentParser
 import Dispatch
-import Foundation
 import Netlink
 import LinuxReachability
 
@@ -224,7 +223,7 @@ struct EventPrinter: Sendable {
     private func describe(_ route: Route, state: NetworkState) -> String {
         var text = route.description
         if let index = route.outputLinkIndex, let name = state.links[index]?.name {
-            text = text.replacingOccurrences(of: "dev #\(index)", with: "dev \(name)")
+            text = text.replacing("dev #\(index)", with: "dev \(name)")
         }
         return text
     }
