@@ -29,10 +29,57 @@ struct CheckCommand: AsyncParsableCommand {
     @OptionGroup var sysfsOption: SysfsOption
 
     func run() async throws {
+        try await CheckRequest(target: target, json: json, netns: namespaceOption.netns, sysfsRoot: sysfsOption.sysfsRoot).run()
+    }
+}
+
+/// What `reach check` was asked, as plain values: from ``CheckCommand``, or read directly from
+/// a plain command line (``init(plainArguments:)``).
+struct CheckRequest {
+    var target: String?
+    var json = false
+    var netns: String?
+    var sysfsRoot: String?
+
+    /// The request of `reach check` arguments (`arguments` without the tool's name) when they are
+    /// plain: `check`, then at most one target that does not start with `-`, `--json` and
+    /// `--netns NAME` (or `--netns=NAME`), each at most once. Anything else (help, other options,
+    /// `--`, a repeated option, a missing or odd value) is nil and left to swift-argument-parser,
+    /// which then gives its own answer or error.
+    // Read by hand for start-up: swift-argument-parser's parse was most of a check's work (BENCHMARKS.md).
+    init?(plainArguments arguments: some Collection<String>) {
+        guard arguments.first == "check" else { return nil }
+        var rest = arguments.dropFirst()[...]
+        while let argument = rest.popFirst() {
+            if argument == "--json" {
+                guard !json else { return nil }
+                json = true
+            } else if argument == "--netns" || argument.hasPrefix("--netns=") {
+                guard netns == nil else { return nil }
+                let value = argument == "--netns" ? rest.popFirst() : String(argument.dropFirst("--netns=".count))
+                guard let value, !value.isEmpty, !value.hasPrefix("-") else { return nil }
+                netns = value
+            } else if !argument.isEmpty, !argument.hasPrefix("-"), argument != "help", target == nil {
+                target = argument
+            } else {
+                return nil
+            }
+        }
+    }
+
+    init(target: String?, json: Bool, netns: String?, sysfsRoot: String?) {
+        self.target = target
+        self.json = json
+        self.netns = netns
+        self.sysfsRoot = sysfsRoot
+    }
+
+    /// Asks once, prints the answer; throws `ExitCode(1)` when the target is not reachable.
+    func run() async throws {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
-        let namespace = try namespaceOption.namespace()
-        let probe = try ReachabilityProbe(namespace: namespace, sysfs: sysfsOption.source(namespace: namespace),
-                                          policy: try ConstrainedLinkPolicy.system())
+        let namespace = try netns.map { name throws(NetlinkError) in try NetworkNamespace.parse(name) } ?? .current
+        let sysfs = sysfsRoot.map { SysfsSource(root: $0, namespace: namespace) } ?? .live(namespace)
+        let probe = try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system())
         let (answer, addresses) = try await probe.answer(for: parsed)
         Output.line(json ? answer.json(target: target, addresses: addresses).serialized
                          : answer.humanLine(target: target ?? "internet"))

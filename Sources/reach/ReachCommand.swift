@@ -29,9 +29,17 @@ struct ReachCommand: ParsableCommand {
         // status 0 (see `Output`), not a signal that kills it with 141.
         signal(SIGPIPE, SIG_IGN)
         do {
+            if let request = CheckRequest(plainArguments: CommandLine.arguments.dropFirst()) {
+                try runBlocking { try await request.run() }
+                return
+            }
             var command = try parseAsRoot()
             if let asyncCommand = command as? AsyncParsableCommand {
-                try runBlocking(asyncCommand)
+                let box = UncheckedCommand(command: asyncCommand)
+                try runBlocking {
+                    var command = box.command
+                    try await command.run()
+                }
             } else {
                 try command.run()
             }
@@ -64,15 +72,13 @@ struct ReachCommand: ParsableCommand {
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
     }
 
-    /// Runs an asynchronous command to its end while the main thread waits.
-    private static func runBlocking(_ command: AsyncParsableCommand) throws {
+    /// Runs asynchronous work to its end while the main thread waits.
+    private static func runBlocking(_ work: @escaping @Sendable () async throws -> Void) throws {
         let outcome = Locked<Result<Void, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let box = UncheckedCommand(command: command)
         Task {
-            var command = box.command
             let result: Result<Void, any Error>
-            do { try await command.run(); result = .success(()) } catch { result = .failure(error) }
+            do { try await work(); result = .success(()) } catch { result = .failure(error) }
             outcome.withLock { $0 = result }
             done.signal()
         }

@@ -209,4 +209,32 @@ struct CheckTests {
             #expect(result.error.hasPrefix("reach: "), "\(bad)")
         }
     }
+
+    /// A plain `check` command line is read without swift-argument-parser; `--sysfs-root /sys`
+    /// (the same live sysfs) sends the same question through swift-argument-parser. Both give
+    /// the same output and status, for answers and for errors.
+    @Test func aPlainCommandLineAnswersAsTheParsedOne() throws {
+        let (ns, peer) = try topology("checkplain")
+        defer { ns.delete(); peer.delete() }
+        let questions: [[String]] = [
+            ["check", "--netns", ns.name], ["check", "--netns=\(ns.name)", "--json"],
+            ["check", "10.1.0.2", "--netns", ns.name], ["check", "--json", "--netns", ns.name, "203.0.113.1"],
+            ["check", "2001:db8:1::2", "--json", "--netns=\(ns.name)"], ["check", "10.5.0.9", "--netns", ns.name],
+            ["check", "999.1.1.1", "--netns", ns.name], ["check", "10.1.0.2", "--netns", "no-such-namespace-\(ns.name)"],
+            ["check", "fe80::1%nosuchlink", "--netns", ns.name],
+        ]
+        for question in questions {
+            let plain = try run([reachBinary] + question, check: false)
+            let parsed = try run([reachBinary] + question + ["--sysfs-root", "/sys"], check: false)
+            #expect(plain.status == parsed.status, "\(question)")
+            #expect(plain.output == parsed.output, "\(question)")
+            #expect(plain.error == parsed.error, "\(question)")
+            #expect(!plain.output.isEmpty || !plain.error.isEmpty, "\(question)")
+        }
+        // Forms left to swift-argument-parser keep its answers: a repeated flag is taken, an
+        // unknown option refused, help given.
+        #expect(try reach("check", "--json", "--json", "--netns", ns.name).status == 0)
+        #expect(try reach("check", "--colour", "--netns", ns.name).status == 2)
+        #expect(try reach("check", "--help").output.contains("USAGE: reach check"))
+    }
 }
