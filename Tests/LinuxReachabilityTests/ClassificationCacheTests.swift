@@ -308,6 +308,9 @@ struct ClassificationCacheTests {
         unlink(name)
         #expect(symlink(second.path, name) == 0)
         #expect(!directory.shows(namespace) && !kept.shows(namespace))
+        // Its loopback link looks as the first one's did, and veths are not read: forgotten, so
+        // that the cache reads sysfs again.
+        cache.invalidate()
         _ = cache.classifications(of: try NetlinkConnection(namespace: .named(second.name)).links())
         let reopened = try #require(cache.keptSysfsDirectory)
         #expect(reopened !== kept && reopened.shows(namespace))
@@ -315,6 +318,31 @@ struct ClassificationCacheTests {
         // Its namespace gone, the first tree lists none of its links.
         first.delete()
         #expect(eventually { !reader.facts(forLinkNamed: "fc").isPresent && !reader.facts(forLinkNamed: "fz").isPresent })
+    }
+
+    /// In a live namespace, links of a software kind (veths, a bridge) are answered from
+    /// rtnetlink alone, as a read of their sysfs entries would answer them; only the loopback
+    /// link, which has no kind, is read. A fixture tree is read whole.
+    @Test(.enabled(if: namespacesAvailable, "needs root and iproute2"))
+    func softwareLinksAreAnsweredWithoutTheirSysfsEntries() throws {
+        let ns = try TestNamespace("sysskip")
+        defer { ns.delete() }
+        try ns.batch(["link add va type veth peer name vb", "link add br0 type bridge", "link set vb master br0",
+                      "link set va up", "link set vb up", "link set br0 up"])
+        let links = try NetlinkConnection(namespace: .named(ns.name)).links()
+        let cache = LinkClassificationCache(source: .live(try .named(ns.name)))
+        let answers = cache.classifications(of: links)
+        #expect(cache.sysfsLinkReadCount == links.count && cache.sysfsEntryReadCount == 1)
+        // What every entry, read, would have said: the same answers.
+        let facts = try NetworkNamespace.named(ns.name).withSysfs { root in
+            let reader = SysfsReader(root: root)
+            return links.map { LinkFacts(link: $0, sysfs: reader.facts(forLinkNamed: $0.name)) }
+        }
+        #expect(LinkClassifier.classify(facts) == answers)
+        for name in ["va", "vb", "br0"] {
+            let index = try ns.index(of: name)
+            #expect(answers[index]?.type == .other && answers[index]?.isVirtual == true, "\(name)")
+        }
     }
 
     /// A namespace deleted and made again under its name often gets the same identity (the
@@ -340,8 +368,10 @@ struct ClassificationCacheTests {
             #expect(eventually { !SysfsReader(directory: gone).facts(forLinkNamed: "lo").isPresent })
             usleep(1_000_000)
             try run(["ip", "netns", "add", name])
-            // Links of new names: the cache reads sysfs only for links it does not know.
+            // The cache reads sysfs only for links it does not know, and not for veths: what it
+            // knows is forgotten, so that it reads the loopback link's entry again.
             try run(["ip", "-n", name, "link", "add", "n\(round)a", "type", "veth", "peer", "name", "n\(round)b"])
+            cache.invalidate()
             let identity = try namespace.identity()
             if identity == old.identity { sameIdentity += 1 }
             #expect(!old.shows(namespace))

@@ -64,6 +64,7 @@ public final class LinkClassificationCache: Sendable {
         var sysfsDirectory: SysfsDirectory?
         var sysfsReads = 0
         var linksReadFromSysfs = 0
+        var sysfsEntriesRead = 0
         var lastSysfsError: NetlinkError?
     }
     private let state = Locked(State())
@@ -300,6 +301,10 @@ public final class LinkClassificationCache: Sendable {
     /// How many links' sysfs entries were read, over every read.
     package var sysfsLinkReadCount: Int { state.withLock { $0.linksReadFromSysfs } }
 
+    /// How many links' sysfs entries were opened, over every read: fewer than
+    /// ``sysfsLinkReadCount`` when links of a software kind were among them.
+    package var sysfsEntryReadCount: Int { state.withLock { $0.sysfsEntriesRead } }
+
     /// Why the last sysfs read gave no evidence, if it failed as a whole (a namespace without
     /// `CAP_SYS_ADMIN`, say); `nil` after a successful read.
     package var lastSysfsError: NetlinkError? { state.withLock { $0.lastSysfsError } }
@@ -356,6 +361,7 @@ public final class LinkClassificationCache: Sendable {
         for link in read.links { state.sysfs[link.index] = (sysfsKey(link), read.facts[link.index] ?? .absent) }
         state.sysfsReads += 1
         state.linksReadFromSysfs += read.links.count
+        state.sysfsEntriesRead += read.facts.count
         state.lastSysfsError = read.error
     }
 
@@ -384,10 +390,15 @@ public final class LinkClassificationCache: Sendable {
         let wanted = links.map { (index: $0.index, name: $0.name, listing: $0.kind == nil) }
         switch source {
         case .tree(let root):
+            // A tree is read as it is: a fixture may give a veth a radio's entry.
             let reader = SysfsReader(root: root)
             return (Dictionary(wanted.map { ($0.index, reader.facts(forLinkNamed: $0.name, listingLowerLinks: $0.listing)) },
                                uniquingKeysWith: { first, _ in first }), nil)
         case .live(let namespace):
+            // The live sysfs of a link of a software kind has nothing that changes its answer
+            // (`LinkClassifier.sysfsMayDecide(ofKind:)`): a host's veths are not read.
+            let wanted = zip(links, wanted).filter { LinkClassifier.sysfsMayDecide(ofKind: $0.0.kind) }.map(\.1)
+            guard !wanted.isEmpty else { return ([:], nil) }
             do {
                 let reader = namespace.isCurrent ? SysfsReader() : SysfsReader(directory: try sysfsDirectory(of: namespace))
                 let facts = Dictionary(wanted.map { index, name, listing in

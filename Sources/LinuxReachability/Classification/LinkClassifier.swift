@@ -85,6 +85,15 @@ package enum LinkClassifier {
         return known == .vlan || known == .macvlan || throughOneLinkRtnetlinkKinds.contains(kind)
     }
 
+    /// Whether sysfs can change the classification of a link of rtnetlink kind `kind`: not for
+    /// a known kind made in software (all but ``physicalRtnetlinkKinds``), which decides the
+    /// link's type (rule 4 of ``classify(_:)``) and has no parent device, radio or modem driver
+    /// for rules 1 and 3 to find. Such a link's sysfs entry need not be read.
+    static func sysfsMayDecide(ofKind kind: String?) -> Bool {
+        guard let kind, LinkKind(rtnetlinkKind: kind) != nil else { return true }
+        return physicalRtnetlinkKinds.contains(kind)
+    }
+
     /// Stacked links are followed at most this deep (the kernel allows 8, `MAX_NEST_DEV`).
     static let maximumStackDepth = 16
 
