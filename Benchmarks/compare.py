@@ -403,6 +403,27 @@ def idle():
         ns.delete()
 
 
+def links_listing():
+    """`reach links --json` among 4 000 links (2 000 veth pairs) beside `ip -j link`, in
+    alternating rounds (5 rounds of 10 processes each, medians)."""
+    ns = Namespace("links")
+    try:
+        ns.batch("".join(f"link add l{i} type veth peer name p{i}\n" for i in range(2000)))
+        commands = {"reach": [REACH, "links", "--json", "--netns", ns.name], "ip": ["ip", "-n", ns.name, "-j", "link"]}
+        rounds = {name: [] for name in commands}
+        for _ in range(5):
+            for name, command in commands.items():
+                started = time.monotonic()
+                for _ in range(10):
+                    subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+                rounds[name].append((time.monotonic() - started) / 10 * 1e3)
+        library, ip_ms = statistics.median(rounds["reach"]), statistics.median(rounds["ip"])
+        rows.append(("`reach links --json` among 4 000 links, ms", f"{library:.0f}", "",
+                     f"ip -j link {ip_ms:.0f} ms", ratio(library, ip_ms), "≤1.5x ip", library <= 1.5 * ip_ms))
+    finally:
+        ns.delete()
+
+
 def stage(name):
     """Says on stderr which part runs, and since when (the table goes to stdout)."""
     print(f"-- {name} ({time.strftime('%H:%M:%S')})", file=sys.stderr, flush=True)
@@ -423,6 +444,8 @@ if __name__ == "__main__":
     flip_cpu()
     stage("idle")
     idle()
+    stage("reach links among 4 000 links")
+    links_listing()
     stage("start-up with 1 000 000 routes")
     startup()
     print()
