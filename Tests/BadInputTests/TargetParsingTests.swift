@@ -12,7 +12,8 @@ import Testing
 /// oracle: dot-separated labels of 1 to 63 letters, digits, `-` not at either end and `_`, at
 /// most 253 bytes, one trailing dot allowed, which is dropped, and not read as a number: no
 /// all-digit last label, not up to four C numbers), `.scopedAddress` exactly for an IPv6
-/// link-local literal, `%` and a name a Linux link can have, and throws for everything else:
+/// literal, `%` and a name a Linux link can have (as `getaddrinfo` reads a scope), and throws
+/// for everything else (an IPv4 literal with a scope among them):
 /// empty text, spaces, control characters, non-ASCII, over-long names and labels. The error's
 /// description is one line without control characters. Only the parser runs: nothing here
 /// resolves a name.
@@ -25,7 +26,7 @@ struct TargetParsingTests {
             let target = try ReachabilityTarget(parsing: text)
             if let address = IPAddress(text) {
                 #expect(target == .address(address), "\(shown)", sourceLocation: sourceLocation)
-            } else if let (address, scope) = scopedLinkLocal(text) {
+            } else if let (address, scope) = scopedIPv6(text) {
                 #expect(target == .scopedAddress(address, interface: scope), "\(shown)", sourceLocation: sourceLocation)
             } else {
                 #expect(isRFC1123HostName(text), "\(shown) was accepted as \(target)", sourceLocation: sourceLocation)
@@ -43,14 +44,13 @@ struct TargetParsingTests {
         }
     }
 
-    /// The oracle of scoped addresses: an IPv6 literal in fe80::/10, `%`, then 1 to 127 bytes of
+    /// The oracle of scoped addresses: an IPv6 literal, `%`, then 1 to 127 bytes of
     /// printable ASCII other than `/`, `:` and `%`, and not `.` or `..` (the kernel's
     /// `dev_valid_name`, where a `%` makes the kernel number the name; a link's name has at most
     /// 15 bytes, an alternative name 127).
-    static func scopedLinkLocal(_ text: String) -> (IPAddress, String)? {
+    static func scopedIPv6(_ text: String) -> (IPAddress, String)? {
         let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, let address = IPv6Address(String(parts[0])), address.octets[0] == 0xfe,
-              address.octets[1] & 0xc0 == 0x80 else { return nil }
+        guard parts.count == 2, let address = IPv6Address(String(parts[0])) else { return nil }
         let scope = String(parts[1])
         guard (1...127).contains(scope.utf8.count), scope != ".", scope != "..",
               scope.unicodeScalars.allSatisfy({ (0x21...0x7e).contains($0.value) && $0 != "/" && $0 != ":" && $0 != "%" }) else { return nil }
@@ -93,6 +93,10 @@ struct TargetParsingTests {
         // A scope may be an alternative name, up to 127 bytes; 128 is more than the kernel allows.
         let longest = String(repeating: "e", count: 127)
         #expect(try ReachabilityTarget(parsing: "fe80::1%" + longest) == .scopedAddress(IPAddress("fe80::1")!, interface: longest))
+        // Any IPv6 literal takes a scope, as getaddrinfo reads one; an IPv4 literal does not.
+        #expect(try ReachabilityTarget(parsing: "2001:db8::1%eth0") == .scopedAddress(IPAddress("2001:db8::1")!, interface: "eth0"))
+        #expect(try ReachabilityTarget(parsing: "ff02::1%2") == .scopedAddress(IPAddress("ff02::1")!, interface: "2"))
+        #expect(throws: ReachabilityError.invalidTarget("10.0.0.1%eth0")) { try ReachabilityTarget(parsing: "10.0.0.1%eth0") }
         #expect(throws: ReachabilityError.invalidTarget("fe80::1%" + longest + "e")) { try ReachabilityTarget(parsing: "fe80::1%" + longest + "e") }
     }
 

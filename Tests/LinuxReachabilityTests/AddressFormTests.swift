@@ -96,6 +96,52 @@ struct ScopedAddressTests {
         #expect(try await probe.answer(for: .scopedAddress(address, interface: "nosuch0")).answer.reason == .linkMissing)
     }
 
+    /// `getaddrinfo` reads a scope on any IPv6 literal; `connect(2)` uses it only where the
+    /// address needs one (link-local, and multicast of link or interface scope) and ignores it
+    /// elsewhere. The probe, a monitor and `reach check` answer alike: a global address with a
+    /// scope as without (once the link exists), a link-scoped multicast address through its
+    /// link and not reachable (a multicast route), and without its link `scopeRequired`.
+    @Test func aScopeIsKeptWhereTheAddressNeedsOneAndIgnoredElsewhere() async throws {
+        let ns = try TestNamespace("scope4")
+        defer { ns.delete() }
+        try ns.batch(["link add v0 type veth peer name v1", "link set v0 up", "link set v1 up",
+                      "address add 2001:db8:1::1/64 dev v0 nodad"])
+        #expect(eventually { (try? ns.ip("-6", "route", "show", "dev", "v0"))?.contains("fe80::/64") == true })
+        let namespace = try NetworkNamespace.named(ns.name)
+        let probe = try ReachabilityProbe(namespace: namespace)
+        let plain = try await probe.answer(for: .address(IPAddress("2001:db8:1::5")!)).answer
+        #expect(plain.isReachable && plain.interface?.name == "v0")
+        for scope in ["v0", "v1", String(try ns.index(of: "v1"))] {
+            let scoped = try await probe.answer(for: try ReachabilityTarget(parsing: "2001:db8:1::5%\(scope)")).answer
+            #expect(scoped == plain, "the scope \(scope) is ignored: \(scoped)")
+        }
+        #expect(try await probe.answer(for: try ReachabilityTarget(parsing: "2001:db8:1::5%nosuch0")).answer.reason == .linkMissing)
+        let multicast = try await probe.answer(for: try ReachabilityTarget(parsing: "ff02::1%v1")).answer
+        #expect(!multicast.isReachable && multicast.reason == .unusableRouteType(.multicast) && multicast.interface?.name == "v1",
+                "\(multicast)")
+        #expect(try await probe.answer(for: .address(IPAddress("ff02::1")!)).answer.reason == .scopeRequired)
+        #expect(try await probe.answer(for: .address(IPAddress("ff01::1")!)).answer.reason == .scopeRequired)
+
+        // A monitor of a scoped global address follows the route, not the scope's link, and
+        // tells of the link when it goes and comes back.
+        let monitor = try ReachabilityMonitor(target: try ReachabilityTarget(parsing: "2001:db8:1::5%v1"), namespace: namespace)
+        let deliveries = Deliveries.listening(to: monitor)
+        defer { monitor.stopListening() }
+        #expect(eventually { deliveries.last?.isReachable == true && deliveries.last?.interface?.name == "v0" })
+        try ns.ip("link", "set", "v1", "name", "w1")
+        #expect(eventually { deliveries.last?.reason == .linkMissing })
+        try ns.ip("link", "set", "w1", "name", "v1")
+        #expect(eventually { deliveries.last?.isReachable == true })
+
+        // reach check answers as the probe.
+        let check = try run([reachBinary, "check", "--netns", ns.name, "2001:db8:1::5%v1"], check: false)
+        #expect(check.status == 0 && check.output.contains("dev v0"), "\(check.output)\(check.error)")
+        let group = try run([reachBinary, "check", "--netns", ns.name, "ff02::1%v1"], check: false)
+        #expect(group.status == 1 && group.output.contains("multicast route"), "\(group.output)\(group.error)")
+        let ipv4 = try run([reachBinary, "check", "--netns", ns.name, "10.0.0.1%v1"], check: false)
+        #expect(ipv4.status == 2 && ipv4.error.hasPrefix("reach: not an IP address or host name"))
+    }
+
     @Test func aLinkLocalNameServerIsReachedThroughItsLink() throws {
         let ns = try TestNamespace("scope3")
         defer { ns.delete() }

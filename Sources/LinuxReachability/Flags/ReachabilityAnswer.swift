@@ -220,7 +220,8 @@ public enum UnreachableReason: Sendable, Hashable, CustomStringConvertible {
     /// The route's link is not among the namespace's links (it went away meanwhile), or a
     /// scoped address names a link the namespace does not have.
     case linkMissing
-    /// An IPv6 link-local address without a link (`fe80::1` rather than `fe80::1%eth0`): the
+    /// An IPv6 address that needs a link (link-local, or multicast of link or interface scope)
+    /// without one (`fe80::1` rather than `fe80::1%eth0`): the
     /// kernel refuses to send to it (`EINVAL`), as it could leave through any link. Use
     /// ``ReachabilityTarget/scopedAddress(_:interface:)``.
     case scopeRequired

@@ -36,9 +36,11 @@ package enum ReachabilityEvaluator {
     /// link it is given (nil: any), as a socket would send: through the link `scope` names (its
     /// name or one of its alternative names, else an index in decimal, as `getaddrinfo` reads
     /// `fe80::1%2`), if there is a scope.
-    /// Without one, an IPv6 link-local address (`fe80::/10`) is not asked for: `connect(2)`
-    /// refuses it (`EINVAL`), whatever the routes. A scope that names no link is `linkMissing`;
-    /// no route through a link that is down is `linkDown`.
+    /// Without one, an address that needs a link (IPv6 link-local, or multicast of link or
+    /// interface scope) is not asked for: `connect(2)` refuses it (`EINVAL`), whatever the
+    /// routes. A scope that names no link is `linkMissing` (`getaddrinfo` refuses it); a scope on
+    /// an address that needs none is otherwise ignored, as `connect(2)` ignores it. No route
+    /// through a link that is down is `linkDown`.
     static func evaluate<Failure: Error>(
         _ address: IPAddress, scope: String?, links: [Int32: Link],
         lookup: (_ outputLinkIndex: Int32?) throws(Failure) -> ReachabilityAnswer
@@ -52,6 +54,7 @@ package enum ReachabilityEvaluator {
         guard let link = Link.named(scope, in: links.values) ?? Int32(scope).flatMap({ links[$0] }) else {
             return .notReachable(.linkMissing, address: address)
         }
+        guard address.needsScope else { return try lookup(nil) }
         var answer = try lookup(link.index)
         if answer.reason == .noRoute, !link.isUp { answer.reason = .linkDown }
         return answer

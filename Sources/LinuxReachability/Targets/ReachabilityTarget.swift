@@ -18,29 +18,34 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     /// past the three words an `Any` holds without a box of its own, and every notification's
     /// userInfo holds the monitor's target.
     indirect case addressPair(local: IPAddress, remote: IPAddress)
-    /// An IPv6 link-local address on one link (`fe80::1%eth0`): the kernel's lookup through
-    /// that link (a socket's `sin6_scope_id`). `interface` is the link's name or one of its
+    /// An IPv6 address with a link (`fe80::1%eth0`, `ff02::1%eth0`, `2001:db8::1%eth0`), as
+    /// `getaddrinfo` reads it into a socket's `sin6_scope_id`. For an address that needs a link
+    /// (link-local unicast, and multicast of interface-local or link-local scope: the kernel's
+    /// `__ipv6_addr_needs_scope_id`) the kernel's lookup goes through that link; for any other
+    /// `connect(2)` ignores the scope, and so does the answer, once the link exists
+    /// (`getaddrinfo` refuses a scope that names no link). `interface` is the link's name or one of its
     /// alternative names (`ip link property add dev eth0 altname enp0s31f6`; a link's name wins
     /// over another's alternative name), or its index in decimal when no link has that name; a
     /// link that is missing is answered as such, and the answer follows the link when it comes
     /// back, or when a link is given that name. glibc's `getaddrinfo` and `if_nametoindex`
     /// take names of up to 15 bytes, so a longer alternative name (up to 127) names the link
-    /// here and for `ip`, but not in a socket program's `fe80::1%name`. A link-local address without a scope is not
-    /// reachable (``UnreachableReason/scopeRequired``): a socket cannot send to it.
+    /// here and for `ip`, but not in a socket program's `fe80::1%name`. An address that needs a
+    /// link and has none is not reachable (``UnreachableReason/scopeRequired``): a socket cannot
+    /// send to it.
     indirect case scopedAddress(IPAddress, interface: String)
 
     /// Parses a command-line or configuration target: an IPv4 or IPv6 literal is an address,
     /// anything else must be a valid host name (RFC 1123 labels, at most 253 bytes) that does not
     /// read as a number: no all-digit last label (`999.1.1.1`), and not `inet_aton`'s shorthand
     /// for an IPv4 address (`127.1`, `010.0.0.1`, `0x7f.1`), which the resolver would take as one.
-    /// An IPv6 link-local literal may carry its link after a `%` (`fe80::1%eth0`, `fe80::1%2`):
-    /// a ``scopedAddress(_:interface:)``; other addresses may not.
+    /// An IPv6 literal may carry its link after a `%` (`fe80::1%eth0`, `fe80::1%2`), as
+    /// `getaddrinfo` takes it: a ``scopedAddress(_:interface:)``. IPv4 literals may not.
     /// - Throws: ``ReachabilityError/invalidTarget(_:)`` for empty or malformed text.
     public init(parsing text: String) throws(ReachabilityError) {
         if let address = IPAddress(text) { self = .address(address); return }
         if let percent = text.utf8.firstIndex(of: UInt8(ascii: "%")) {
             let scope = String(text[text.index(after: percent)...])
-            guard let address = IPAddress(String(text[..<percent])), address.needsScope,
+            guard let address = IPAddress(String(text[..<percent])), address.family == .ipv6,
                   Self.isValidInterfaceName(scope) else { throw .invalidTarget(text) }
             self = .scopedAddress(address, interface: scope)
             return
@@ -170,7 +175,9 @@ extension IPAddress {
     /// Whether a socket reaches this address only through a given link (its `sin6_scope_id`):
     /// an IPv6 link-local address (`fe80::/10`). See ``ReachabilityTarget/scopedAddress(_:interface:)``.
     var needsScope: Bool {
-        if case .v6(let v6) = self { return v6.isLinkLocal }
-        return false
+        guard case .v6(let v6) = self else { return false }
+        // Multicast (ff00::/8) of interface-local (ff?1) or link-local (ff?2) scope.
+        let multicastScope = v6.high >> 56 == 0xff ? (v6.high >> 48) & 0xf : nil
+        return v6.isLinkLocal || multicastScope == 1 || multicastScope == 2
     }
 }
