@@ -123,7 +123,7 @@ struct EvaluatorTests {
         var state = NetworkState(links: Array(links.values), addresses: [], defaultRoutes: [killSwitch, wired])
         let blocked = ReachabilityEvaluator.evaluateInternet(state, classifications: types)
         #expect(blocked.status == .notReachable)
-        #expect(blocked.reason == .unusableRouteType(.unreachable))
+        #expect(blocked.reason == .unreachableRoute && blocked.interface == nil)
         #expect(NetworkPath.evaluate(state, classifications: types).status == .unsatisfied)
         // Behind a route with a lower metric, it stops nothing; nor does it stop the other family.
         var behind = killSwitch

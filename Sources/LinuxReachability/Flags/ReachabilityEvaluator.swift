@@ -60,10 +60,30 @@ package enum ReachabilityEvaluator {
         return answer
     }
 
+    /// The reason a route of type `type` refuses traffic with, as the kernel's lookup reports
+    /// it (`ip route get` says `unreachable`, `prohibit` or `blackhole`; a `throw` route ends
+    /// the lookup with no route), or nil for a type that carries traffic or is judged otherwise.
+    static func refusal(of type: RouteType) -> UnreachableReason? {
+        switch type {
+        case .blackhole: return .blackholeRoute
+        case .unreachable: return .unreachableRoute
+        case .prohibit: return .prohibitedRoute
+        case .throw: return .noRoute
+        default: return nil
+        }
+    }
+
     /// Evaluates a route the kernel chose through its first next hop (a lookup's answer has one;
     /// for each hop of a default route, see ``evaluateNexthops(of:links:classifications:)``).
     package static func evaluate(route: Route, address: IPAddress? = nil, links: [Int32: Link],
                                 classifications: [Int32: LinkClassification]) -> ReachabilityAnswer {
+        // A refusing route is answered as the kernel's lookup answers it, whether a lookup or
+        // the internet's walk found it: its reason, and no link (the kernel gives IPv6 ones `lo`).
+        if let refusal = refusal(of: route.type) {
+            var answer = ReachabilityAnswer.notReachable(refusal, address: address)
+            answer.route = route
+            return answer
+        }
         var answer = ReachabilityAnswer(flags: [], gateway: route.gateway, address: address, route: route)
         let link = route.outputLinkIndex.flatMap { links[$0] }
         let classification = link.map { classifications[$0.index] ?? LinkClassifier.classify(LinkFacts(link: $0)) }
