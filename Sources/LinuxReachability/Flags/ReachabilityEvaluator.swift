@@ -177,6 +177,45 @@ package enum ReachabilityEvaluator {
         return best(of: answers) ?? best(of: passedOver) ?? .notReachable(.noDefaultRoute)
     }
 
+    /// Whether `answer`, the kernel's lookup for `address`, may end on an IPv6 default route
+    /// through a link without carrier: then ``answerPastCarrierLoss(_:matched:address:in:classifications:)``
+    /// is asked, with the FIB entry the lookup matched.
+    static func mayPassCarrierLoss(_ answer: ReachabilityAnswer, address: IPAddress) -> Bool {
+        address.family == .ipv6 && answer.reason == .noCarrier
+    }
+
+    /// The answer for IPv6 `address` when the kernel's lookup `answer` matched `matched`, a
+    /// default route through a link without carrier: through the first later default route of that table
+    /// that the internet's walk (``internetRoutes(_:userID:)``) finds usable, as for the
+    /// internet; nil when there is none, or the answer is not such a case.
+    ///
+    /// Right after the carrier goes the kernel still picks that route (the router's neighbour
+    /// entry was flushed with the carrier, and a host's lookup takes a router it has no entry
+    /// for); the first packet sent makes the entry, which fails within seconds, and from then
+    /// on the lookup passes over that router (`rt6_check_neigh`). So a connection started now
+    /// goes through the later route within a few seconds: the internet's answer and an
+    /// address's answer both say so, and never contradict each other. IPv4 does not pass over a
+    /// route without carrier (unless `ignore_routes_with_linkdown`, which the kernel's lookup
+    /// itself applies): its answer is the lookup's.
+    static func answerPastCarrierLoss(_ answer: ReachabilityAnswer, matched taken: Route, address: IPAddress,
+                                      in state: NetworkState, classifications: [Int32: LinkClassification]) -> ReachabilityAnswer? {
+        guard mayPassCarrierLoss(answer, address: address), taken.isDefault, taken.family == .ipv6,
+              let takenLink = taken.outputLinkIndex else { return nil }
+        let routes = internetRoutes(state).filter { $0.family == .ipv6 && $0.table == taken.table }
+        guard let position = routes.firstIndex(where: { $0.outputLinkIndex == takenLink && $0.gateway == taken.gateway }) else {
+            return nil
+        }
+        for route in routes[routes.index(after: position)...] {
+            guard route.type == .unicast else { return nil }
+            let hops = evaluateNexthops(of: route, links: state.links, classifications: classifications)
+            if var usable = hops.first(where: \.isReachable) {
+                usable.address = address
+                return usable
+            }
+        }
+        return nil
+    }
+
     /// Whether the kernel's lookup passes over `route` (evaluated as `hops`) for its links: a
     /// unicast route whose every next hop's link is down or gone. The kernel flushes such an
     /// IPv4 route and marks an IPv6 one dead as the link goes down (the state can hold one for

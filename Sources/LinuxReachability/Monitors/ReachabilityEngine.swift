@@ -1008,8 +1008,14 @@ final class ReachabilityEngine: Sendable {
                     } else {
                         result = try connection.lookupRoute(to: destination, from: source, outputLinkIndex: outputLink)
                     }
-                    return ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
-                                                          classifications: snapshot.classifications(for: result))
+                    let answer = ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
+                                                                classifications: snapshot.classifications(for: result))
+                    // An IPv6 default route without carrier: as the internet is judged (the FIB
+                    // entry is asked only then, to know that the default route was matched).
+                    guard source == nil, outputLink == nil, ReachabilityEvaluator.mayPassCarrierLoss(answer, address: destination),
+                          case .route(let matched)? = try connection.lookupFIBEntries(to: [destination]).first else { return answer }
+                    return ReachabilityEvaluator.answerPastCarrierLoss(answer, matched: matched, address: destination, in: network,
+                                                                       classifications: snapshot.defaultRouteClassifications) ?? answer
                 } catch {
                     return .notReachable(.lookupFailed(error), address: destination)
                 }

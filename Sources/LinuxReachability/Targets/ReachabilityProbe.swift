@@ -54,28 +54,7 @@ public final class ReachabilityProbe: Sendable {
     public func answer(for target: ReachabilityTarget) async throws(ReachabilityError) -> (answer: ReachabilityAnswer, addresses: [IPAddress]) {
         switch target.judged {
         case .internet:
-            let defaultRoutes = try kernel { try connection.defaultRoutes() }
-            var state = NetworkState(links: [], addresses: [], defaultRoutes: defaultRoutes)
-            state.policyRules = try kernel { try connection.rules() }
-            let used = Self.hopLinks(of: state)
-            let classifications: [Int32: LinkClassification]
-            if ReachabilityEvaluator.internetDependsOnAddresses(state) {
-                // A rule or a default route that selects by source: the walk needs the
-                // addresses a source comes from, which the kernel chooses over every link.
-                let rules = state.policyRules
-                state = try kernel { try NetworkState(links: connection.links(), addresses: connection.addresses(), defaultRoutes: defaultRoutes) }
-                state.policyRules = rules
-                classifications = classifier.classifications(of: used, among: state.links.values)
-            } else {
-                // Else the walk and the answers look only at the next hops' links.
-                let (links, everyLink) = try internetLinks(of: used, in: state)
-                state.links = links
-                if let everyLink {
-                    classifications = classifier.classifications(of: used, among: everyLink)
-                } else {
-                    classifications = try self.classifications(of: used.compactMap { links[$0] })
-                }
-            }
+            let (state, classifications) = try internetState()
             return (ReachabilityEvaluator.evaluateInternet(state, classifications: classifications), [])
         case .address(let address):
             return (try answer(to: [ResolvedAddress(address)], from: nil), [address])
@@ -88,6 +67,36 @@ public final class ReachabilityProbe: Sendable {
             guard !resolved.isEmpty else { return (.notReachable(.unresolved), []) }
             return (try answer(to: resolved, from: nil), resolved.addresses)
         }
+    }
+
+    /// The state the internet is judged from, as the kernel would walk it: the default routes,
+    /// the policy rules, and the links of the next hops the rules can reach (every link and
+    /// address when a rule or a default route selects by source), with those links'
+    /// classifications.
+    private func internetState() throws(ReachabilityError) -> (NetworkState, [Int32: LinkClassification]) {
+        let defaultRoutes = try kernel { try connection.defaultRoutes() }
+        var state = NetworkState(links: [], addresses: [], defaultRoutes: defaultRoutes)
+        state.policyRules = try kernel { try connection.rules() }
+        let used = Self.hopLinks(of: state)
+        let classifications: [Int32: LinkClassification]
+        if ReachabilityEvaluator.internetDependsOnAddresses(state) {
+            // A rule or a default route that selects by source: the walk needs the
+            // addresses a source comes from, which the kernel chooses over every link.
+            let rules = state.policyRules
+            state = try kernel { try NetworkState(links: connection.links(), addresses: connection.addresses(), defaultRoutes: defaultRoutes) }
+            state.policyRules = rules
+            classifications = classifier.classifications(of: used, among: state.links.values)
+        } else {
+            // Else the walk and the answers look only at the next hops' links.
+            let (links, everyLink) = try internetLinks(of: used, in: state)
+            state.links = links
+            if let everyLink {
+                classifications = classifier.classifications(of: used, among: everyLink)
+            } else {
+                classifications = try self.classifications(of: used.compactMap { links[$0] })
+            }
+        }
+        return (state, classifications)
     }
 
     /// The best answer over `targets`, each looked up in the kernel (through the link it is
@@ -114,7 +123,17 @@ public final class ReachabilityProbe: Sendable {
                         classifications = try self.classifications(of: [link])
                     }
                 }
-                return ReachabilityEvaluator.evaluate(lookup, address: address, links: links, classifications: classifications)
+                let answer = ReachabilityEvaluator.evaluate(lookup, address: address, links: links, classifications: classifications)
+                // An IPv6 default route without carrier: as the internet is judged (rare, so
+                // the default routes are read only then).
+                if source == nil, outputLink == nil, ReachabilityEvaluator.mayPassCarrierLoss(answer, address: address),
+                   case .route(let matched)? = try kernel({ try connection.lookupFIBEntries(to: [address]) }).first,
+                   matched.isDefault {
+                    let (state, internet) = try internetState()
+                    return ReachabilityEvaluator.answerPastCarrierLoss(answer, matched: matched, address: address, in: state,
+                                                                       classifications: internet) ?? answer
+                }
+                return answer
             }
         }
         var best = ReachabilityEvaluator.best(of: answers) ?? .notReachable(.unresolved)
