@@ -276,7 +276,7 @@ extension ReachabilityEvaluator {
     /// was found (`ipv6_dev_get_saddr` over every link): a global address that is not
     /// tentative, failed or deprecated, preferring one whose RFC 6724 label is the global one
     /// (not unique-local fc00::/7, 6to4 2002::/16 or Teredo 2001::/32), in link order.
-    private static func ipv6Source(in state: NetworkState) -> IPAddress? {
+    static func ipv6Source(in state: NetworkState) -> IPAddress? {
         let usable = state.sortedLinks.flatMap { link in
             state.addresses(ofLink: link.index).filter {
                 $0.family == .ipv6 && $0.scope == .universe && $0.flags.isDisjoint(with: [.tentative, .dadFailed])

@@ -60,6 +60,30 @@ package enum ReachabilityEvaluator {
         return answer
     }
 
+    /// The kernel's route for a socket that connects to `destination` without a source, as
+    /// `connect(2)` finds it: a lookup without a source, the source the kernel picks from its
+    /// answer (the route's preferred source; for IPv6 without a route, the best address of any
+    /// link, `ipv6_dev_get_saddr`, which `sourceWithoutRoute` gives), then the lookup again
+    /// with that source. Policy rules that select by source (`ip rule add from ...`) and IPv6
+    /// source-specific routes (`default from 2001:db8:aa::/64`) answer only the second: an
+    /// IPv6 destination with no route but such a default is reached, as `connect(2)` reaches
+    /// it. IPv4 without a route, and a refusing route, end there, as `connect(2)` does.
+    static func connectLookup<Failure: Error>(
+        _ destination: IPAddress, outputLink: Int32?,
+        lookup: (_ source: IPAddress?, _ outputLink: Int32?) throws(Failure) -> RouteLookupResult,
+        sourceWithoutRoute: () throws(Failure) -> IPAddress?
+    ) throws(Failure) -> RouteLookupResult {
+        let first = try lookup(nil, outputLink)
+        let source: IPAddress?
+        switch first {
+        case .route(let route): source = route.preferredSource
+        case .noRoute where destination.family == .ipv6: source = try sourceWithoutRoute()
+        default: source = nil
+        }
+        guard let source, source.family == destination.family else { return first }
+        return try lookup(source, outputLink)
+    }
+
     /// The reason a route of type `type` refuses traffic with, as the kernel's lookup reports
     /// it (`ip route get` says `unreachable`, `prohibit` or `blackhole`; a `throw` route ends
     /// the lookup with no route), or nil for a type that carries traffic or is judged otherwise.

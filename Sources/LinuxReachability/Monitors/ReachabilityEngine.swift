@@ -691,7 +691,10 @@ final class ReachabilityEngine: Sendable {
         // no FIB entry to learn (sharing needs two addresses; the round after a second one is
         // watched learns both).
         let lone = affected.count == 0 || affected.count == 1 && !affected[0].target.isHost
-        let plan = snapshot.ended == nil && !lone ? prefetchLookups(for: affected, sharedTable: sharedTable)
+        // Addresses answered by a second lookup from the source the kernel picks (a rule or a
+        // default route selects by source) share no default route's answer.
+        let sharing = ReachabilityEvaluator.internetDependsOnAddresses(snapshot.network) ? nil : sharedTable
+        let plan = snapshot.ended == nil && !lone ? prefetchLookups(for: affected, sharedTable: sharing)
             : LookupPlan(individual: affected.map(\.target))
         let batch = DeliveryBatch(inline: queue)
         if let shared = plan.shared { evaluateAndStoreShared(shared.answer, for: shared.members, in: snapshot, batch: batch) }
@@ -822,6 +825,10 @@ final class ReachabilityEngine: Sendable {
         guard let representative = members.first?.address else { return }
         var base = ReachabilityEvaluator.evaluate(shared.result, address: representative, links: snapshot.network.links,
                                                   classifications: snapshot.classifications(for: shared.result))
+        // An IPv6 default route without carrier: the answer past it, as for one address.
+        if ReachabilityEvaluator.mayPassCarrierLoss(base, address: representative) {
+            base = evaluate(.address(representative), addresses: nil, in: snapshot)
+        }
         var notifications: [PendingDelivery] = []
         notifications.reserveCapacity(members.count)
         state.withLock { state in
@@ -1002,11 +1009,20 @@ final class ReachabilityEngine: Sendable {
         func lookup(_ destination: IPAddress, from source: IPAddress? = nil, scope: String? = nil) -> ReachabilityAnswer {
             ReachabilityEvaluator.evaluate(destination, scope: scope, links: network.links) { outputLink in
                 do throws(NetlinkError) {
-                    let result: RouteLookupResult
+                    var result: RouteLookupResult
                     if source == nil, outputLink == nil, let prefetched = lookups?[destination] {
                         result = prefetched
                     } else {
                         result = try connection.lookupRoute(to: destination, from: source, outputLinkIndex: outputLink)
+                    }
+                    // As connect(2): again from the source the kernel picks, when a rule or a
+                    // default route selects by source (else the second lookup answers the same).
+                    if source == nil, ReachabilityEvaluator.internetDependsOnAddresses(network) {
+                        let first = result
+                        result = try ReachabilityEvaluator.connectLookup(destination, outputLink: outputLink, lookup: { from, link throws(NetlinkError) in
+                            guard let from else { return first }
+                            return try connection.lookupRoute(to: destination, from: from, outputLinkIndex: link)
+                        }, sourceWithoutRoute: { () throws(NetlinkError) in ReachabilityEvaluator.ipv6Source(in: network) })
                     }
                     let answer = ReachabilityEvaluator.evaluate(result, address: destination, links: network.links,
                                                                 classifications: snapshot.classifications(for: result))

@@ -112,7 +112,19 @@ public final class ReachabilityProbe: Sendable {
             var known: [Int32: Link] = [:]
             if let scope = target.interface, let link = try scopeLink(scope) { known[link.index] = link }
             return try ReachabilityEvaluator.evaluate(address, scope: target.interface, links: known) { outputLink throws(ReachabilityError) in
-                let lookup = try kernel { try connection.lookupRoute(to: address, from: source, outputLinkIndex: outputLink) }
+                let lookup: RouteLookupResult
+                if let source {
+                    lookup = try kernel { try connection.lookupRoute(to: address, from: source, outputLinkIndex: outputLink) }
+                } else {
+                    // As connect(2): again with the source the kernel picks (rarely needed, so
+                    // every link's addresses are read only for an IPv6 address without a route).
+                    lookup = try ReachabilityEvaluator.connectLookup(address, outputLink: outputLink, lookup: { from, link throws(ReachabilityError) in
+                        try kernel { try connection.lookupRoute(to: address, from: from, outputLinkIndex: link) }
+                    }, sourceWithoutRoute: { () throws(ReachabilityError) in
+                        let state = try kernel { try NetworkState(links: connection.links(), addresses: connection.addresses(), defaultRoutes: []) }
+                        return ReachabilityEvaluator.ipv6Source(in: state)
+                    })
+                }
                 // Only the link the answer goes out through is classified (and what it stacks on).
                 var links = known
                 var classifications: [Int32: LinkClassification] = [:]
