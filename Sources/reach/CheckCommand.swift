@@ -76,11 +76,33 @@ struct CheckRequest {
 
     /// Asks once, prints the answer; throws `ExitCode(1)` when the target is not reachable.
     func run() async throws {
+        let (parsed, probe) = try prepare()
+        if try answerWithoutResolving(parsed, probe) { return }
+        try show(try await probe.answer(for: parsed))
+    }
+
+    /// Answers on the calling thread, without a task or a queue, when the target is not a host
+    /// name; false (nothing done) for a host name, which ``run()`` resolves.
+    func runWithoutResolving() throws -> Bool {
+        let (parsed, probe) = try prepare()
+        return try answerWithoutResolving(parsed, probe)
+    }
+
+    private func prepare() throws -> (ReachabilityTarget, ReachabilityProbe) {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let namespace = try netns.map { name throws(NetlinkError) in try NetworkNamespace.parse(name) } ?? .current
         let sysfs = sysfsRoot.map { SysfsSource(root: $0, namespace: namespace) } ?? .live(namespace)
-        let probe = try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system())
-        let (answer, addresses) = try await probe.answer(for: parsed)
+        return (parsed, try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system()))
+    }
+
+    private func answerWithoutResolving(_ parsed: ReachabilityTarget, _ probe: ReachabilityProbe) throws -> Bool {
+        guard let answered = try probe.answerWithoutResolving(for: parsed) else { return false }
+        try show(answered)
+        return true
+    }
+
+    private func show(_ answered: (answer: ReachabilityAnswer, addresses: [IPAddress])) throws {
+        let (answer, addresses) = answered
         Output.line(json ? answer.json(target: target, addresses: addresses).serialized
                          : answer.humanLine(target: target ?? "internet"))
         if !answer.isReachable { throw ExitCode(1) }

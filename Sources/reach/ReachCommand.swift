@@ -30,6 +30,7 @@ struct ReachCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         do {
             if let request = CheckRequest(plainArguments: CommandLine.arguments.dropFirst()) {
+                if try request.runWithoutResolving() { return }
                 try runBlocking { try await request.run() }
                 return
             }
@@ -73,7 +74,11 @@ struct ReachCommand: ParsableCommand {
     }
 
     /// Runs asynchronous work to its end while the main thread waits.
+    ///
+    /// - Throws: ``TooFewDescriptors`` when libdispatch, which runs the task, could not make the
+    ///   two descriptors it needs (it traps, SIGILL, when it cannot).
     private static func runBlocking(_ work: @escaping @Sendable () async throws -> Void) throws {
+        guard descriptorsAvailable(2) else { throw TooFewDescriptors() }
         let outcome = Locked<Result<Void, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
@@ -98,6 +103,27 @@ struct ReachCommand: ParsableCommand {
             Output.error(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
             Output.end(2)
         }
+    }
+}
+
+/// Whether `count` more descriptors can be opened now.
+private func descriptorsAvailable(_ count: Int) -> Bool {
+    var opened: [Int32] = []
+    defer { for descriptor in opened { close(descriptor) } }
+    for _ in 0..<count {
+        let descriptor = dup(STDERR_FILENO)
+        guard descriptor >= 0 else { return false }
+        opened.append(descriptor)
+    }
+    return true
+}
+
+/// The descriptor limit (`ulimit -n`) leaves too few free to start.
+private struct TooFewDescriptors: Error, CustomStringConvertible {
+    var description: String {
+        var limit = rlimit()
+        let shown = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 ? " (ulimit -n is \(limit.rlim_cur))" : ""
+        return "too many open files: no descriptors left to start\(shown)"
     }
 }
 

@@ -52,6 +52,17 @@ public final class ReachabilityProbe: Sendable {
     /// - Throws: ``ReachabilityError/netlink(_:)`` when the kernel cannot be asked, or
     ///   ``ReachabilityError/resolutionFailed(host:message:)``.
     public func answer(for target: ReachabilityTarget) async throws(ReachabilityError) -> (answer: ReachabilityAnswer, addresses: [IPAddress]) {
+        guard case .host(let name) = target.judged else { return try answerWithoutResolving(for: target)! }
+        let resolved = try await BoundedResolution.resolve(name, with: resolver, timeout: resolutionTimeout).get()
+        guard !resolved.isEmpty else { return (.notReachable(.unresolved), []) }
+        return (try answer(to: resolved, from: nil), resolved.addresses)
+    }
+
+    /// ``answer(for:)`` on the calling thread, for a target that needs no name resolution; nil
+    /// for a host name. No queue or task is started: `reach check` answers an address without
+    /// libdispatch, which traps when it cannot make its descriptors.
+    package func answerWithoutResolving(for target: ReachabilityTarget) throws(ReachabilityError)
+        -> (answer: ReachabilityAnswer, addresses: [IPAddress])? {
         switch target.judged {
         case .internet:
             let (state, classifications) = try internetState()
@@ -62,10 +73,8 @@ public final class ReachabilityProbe: Sendable {
             return (try answer(to: [ResolvedAddress(remote)], from: local), [remote])
         case .scopedAddress(let address, let interface):
             return (try answer(to: [ResolvedAddress(address, interface: interface)], from: nil), [address])
-        case .host(let name):
-            let resolved = try await BoundedResolution.resolve(name, with: resolver, timeout: resolutionTimeout).get()
-            guard !resolved.isEmpty else { return (.notReachable(.unresolved), []) }
-            return (try answer(to: resolved, from: nil), resolved.addresses)
+        case .host:
+            return nil
         }
     }
 
