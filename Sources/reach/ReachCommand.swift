@@ -28,6 +28,12 @@ struct ReachCommand: ParsableCommand {
         // A closed pipe (`reach watch | head -1`) is a write error, which ends the tool with
         // status 0 (see `Output`), not a signal that kills it with 141.
         signal(SIGPIPE, SIG_IGN)
+        // SIGINT and SIGQUIT end the tool as they end other Unix tools (status 130 and 131),
+        // also when a shell started it in the background, which ignores both for its jobs; and
+        // the Swift runtime's backtracer would take SIGQUIT for a crash, print a report and
+        // leave the process running. SIGHUP keeps what it was given: `nohup reach watch` runs on.
+        signal(SIGINT, SIG_DFL)
+        signal(SIGQUIT, SIG_DFL)
         do {
             if let request = CheckRequest(plainArguments: CommandLine.arguments.dropFirst()) {
                 if try request.runWithoutResolving() { return }

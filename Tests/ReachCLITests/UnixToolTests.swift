@@ -29,4 +29,24 @@ struct UnixToolTests {
             }
         }
     }
+
+    @Test(arguments: [("QUIT", 131), ("TERM", 143), ("INT", 130), ("HUP", 129)])
+    func aTerminationSignalEndsWatchAndEvents(signal: String, status: Int32) throws {
+        let ns = try TestNamespace("signal")
+        defer { ns.delete() }
+        for command in ["watch 10.1.0.9", "events"] {
+            // In the background of a non-interactive shell, as a script runs it; the signal goes
+            // once the first line is out.
+            let script = """
+                out=$(mktemp); "$0" \(command) --netns \(ns.name) > "$out" 2>"$out.err" & pid=$!
+                for i in $(seq 100); do [ -s "$out" ] && break; sleep 0.1; done
+                kill -\(signal) $pid; wait $pid; status=$?
+                echo "$status $(wc -l < "$out.err")"; rm -f "$out" "$out.err"
+                """
+            let result = try run(["timeout", "30", "bash", "-c", script, reachBinary], check: false)
+            let fields = result.output.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            #expect(fields.first == String(status), "SIG\(signal) \(command): \(result.output)\(result.error)")
+            #expect(fields.last == "0", "SIG\(signal) \(command): nothing on standard error")
+        }
+    }
 }
