@@ -71,7 +71,7 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
         return pid_t(parts[parts.count == 4 ? 1 : 3])
     }
 
-    public var description: String { name ?? path ?? "current" }
+    public var description: String { (name ?? path).map(displayed) ?? "current" }
 
     /// Opens the namespace file and checks that it is a network namespace.
     /// The caller owns the returned descriptor.
@@ -85,16 +85,16 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
                 let needs = file.hasPrefix("/proc/") ? "CAP_SYS_PTRACE or the process's own user"
                     : "read permission on \(file) or CAP_DAC_READ_SEARCH"
                 throw NetlinkError(code: NetlinkError.namespacePermissionDenied.code, systemErrno: code,
-                                   context: "open \(file)",
+                                   context: "open \(displayed(file))",
                                    explanation: "opening network namespace \(quoted(description)) needs \(needs)")
             }
             let base: NetlinkError = code == ENOENT || code == ENOTDIR ? .namespaceNotFound : .failure
-            throw NetlinkError(code: base.code, systemErrno: code, context: "open \(file)")
+            throw NetlinkError(code: base.code, systemErrno: code, context: "open \(displayed(file))")
         }
         var fs = statfs()
         if fstatfs(fd, &fs) != 0 || UInt(bitPattern: Int(fs.f_type)) != cnetlink_nsfs_magic() {
             close(fd)
-            throw NetlinkError(code: NetlinkError.notANetworkNamespace.code, context: file)
+            throw NetlinkError(code: NetlinkError.notANetworkNamespace.code, context: displayed(file))
         }
         return fd
     }
@@ -167,6 +167,18 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
 
 /// `text` in quotes for a one-line message: at most 80 Unicode scalars (a single character can
 /// hold thousands), control characters and line separators written as `\u{...}`.
+/// `text` as it is when it has no control characters or line separators, else `quoted(text)`:
+/// a name in an error stays on its line, and an ordinary one is not quoted.
+package func displayed(_ text: String) -> String {
+    let plain = text.unicodeScalars.allSatisfy { scalar in
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: return false
+        default: return true
+        }
+    }
+    return plain ? text : quoted(text)
+}
+
 func quoted(_ text: String) -> String {
     let scalars = text.unicodeScalars
     let shown = scalars.prefix(80).map { scalar in

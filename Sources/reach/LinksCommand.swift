@@ -72,7 +72,7 @@ struct SysfsOption: ParsableArguments {
         guard !sysfsRoot.isEmpty else { throw ValidationError("--sysfs-root must not be empty") }
         var status = stat()
         guard stat(sysfsRoot, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
-            throw ValidationError("--sysfs-root must be a directory: \(sysfsRoot)")
+            throw ValidationError("--sysfs-root must be a directory: \(displayed(sysfsRoot))")
         }
     }
 }

@@ -49,4 +49,13 @@ struct UnixToolTests {
             #expect(fields.last == "0", "SIG\(signal) \(command): nothing on standard error")
         }
     }
+
+    @Test func errorsQuoteNamesWithControlCharacters() throws {
+        for arguments in [["check", "10.1.0.9", "--netns", "a\nb"], ["links", "--netns", "/tmp/a\nb"],
+                          ["watch", "10.1.0.9", "--netns", "a\u{1b}[31mb"], ["links", "--sysfs-root", "/x\ny"]] {
+            let result = try run([reachBinary] + arguments, check: false)
+            #expect(result.status == 2 && result.output.isEmpty, "\(arguments)")
+            #expect(result.error.split(separator: "\n").count == 1 && result.error.contains("\\u{"), "\(arguments): \(result.error)")
+        }
+    }
 }
