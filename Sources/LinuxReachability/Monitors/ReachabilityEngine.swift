@@ -48,6 +48,10 @@ final class ReachabilityEngine: Sendable {
         /// Resolutions started for this entry, and the newest one whose result was applied.
         var resolutionGeneration = 0
         var appliedResolution = 0
+        /// Whether a resolution of this entry's name runs, and whether another was asked for
+        /// meanwhile: it starts when the running one ends, one for any number of requests.
+        var resolving = false
+        var resolutionPending = false
         /// Watchers, and whether each has had its first answer (only those get changes).
         var watchers: [UInt64: Watching] = [:]
         /// How many of them wait for the host name's first resolution (``WatchPhase/waiting``).
@@ -902,6 +906,11 @@ final class ReachabilityEngine: Sendable {
 
     /// Starts resolving a host name; the result is stored and evaluated on the queue.
     ///
+    /// At most one resolution of an entry runs: a request while one runs is merged into one
+    /// that starts when it ends. So a burst of network changes costs a watched name (shared by
+    /// every monitor of it) at most two resolutions, and none runs once the changes stop and
+    /// the last one has ended.
+    ///
     /// The result is applied only to the entry that started the resolution, and only when it is
     /// newer than the last one applied there: a target watched again after its last watcher left
     /// has a new entry, and a slow resolution of the old one (a name server that does not answer
@@ -910,6 +919,11 @@ final class ReachabilityEngine: Sendable {
         guard case .host(let name) = target else { return }
         let started = state.withLock { state -> (entry: UInt64, generation: Int, changes: Int)? in
             guard let entry = state.entries[target] else { return nil }
+            guard !entry.resolving else {
+                entry.resolutionPending = true
+                return nil
+            }
+            entry.resolving = true
             entry.resolutionGeneration += 1
             return (entry.serial, entry.resolutionGeneration, state.hostNetworkChanges)
         }
@@ -921,18 +935,22 @@ final class ReachabilityEngine: Sendable {
             guard let self else { return }
             self.queue.async {
                 // A newer result than the last applied one wins, so answers land under churn too.
-                let current = self.state.withLock { state -> Bool in
-                    guard let entry = state.entries[target], entry.serial == started.entry,
-                          started.generation > entry.appliedResolution else { return false }
+                let (current, again) = self.state.withLock { state -> (Bool, Bool) in
+                    guard let entry = state.entries[target], entry.serial == started.entry else { return (false, false) }
+                    entry.resolving = false
+                    let again = entry.resolutionPending
+                    entry.resolutionPending = false
+                    guard started.generation > entry.appliedResolution else { return (false, again) }
                     entry.appliedResolution = started.generation
                     entry.addresses = addresses
                     entry.resolutionFailure = result.failure
                     if let failure = result.failure { self.logResolutionFailure(name, failure) }
                     state.addressIndex = nil
                     state.resolvedHosts[name] = (addresses, state.hostNetworkChanges != started.changes, result.failure)
-                    return true
+                    return (true, again)
                 }
                 if current { self.evaluateAndStore(target, in: self.snapshot()) }
+                if again { self.resolve(target) }
             }
         }
     }
