@@ -173,32 +173,18 @@ package struct HostsFileResolver: HostResolver {
     /// The file.
     package var path: String
 
-    /// A resolver reading `path` at each resolution.
+    /// A resolver answering from `path`, read once per version of the file (``HostsFileIndex``).
     package init(path: String) {
         self.path = path
     }
 
     package func resolve(_ host: String) async throws -> [IPAddress] {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let found = HostsFileIndex.addresses(of: host, inFileAt: path) else {
             throw ReachabilityError.resolutionFailed(host: host, message: "cannot read \(path)")
-        }
-        return Self.addresses(of: host, in: String(decoding: data, as: UTF8.self))
-    }
-
-    /// The addresses of `host` in hosts-file text, in file order.
-    static func addresses(of host: String, in text: String) -> [IPAddress] {
-        var found: [IPAddress] = []
-        let wanted = host.lowercased()
-        for line in text.split(whereSeparator: \.isNewline) {
-            let fields = (line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-                .split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count >= 2, let address = IPAddress(String(fields[0])) else { continue }
-            if fields.dropFirst().contains(where: { $0.lowercased() == wanted }), !found.contains(address) {
-                found.append(address)
-            }
         }
         return found
     }
+
 }
 
 /// A fixed table of names, for tests and for apps that resolve elsewhere.
