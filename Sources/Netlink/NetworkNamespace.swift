@@ -165,31 +165,6 @@ public struct NetworkNamespace: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// `text` in quotes for a one-line message: at most 80 Unicode scalars (a single character can
-/// hold thousands), control characters and line separators written as `\u{...}`.
-/// `text` as it is when it has no control characters or line separators, else `quoted(text)`:
-/// a name in an error stays on its line, and an ordinary one is not quoted.
-package func displayed(_ text: String) -> String {
-    let plain = text.unicodeScalars.allSatisfy { scalar in
-        switch scalar.properties.generalCategory {
-        case .control, .lineSeparator, .paragraphSeparator: return false
-        default: return true
-        }
-    }
-    return plain ? text : quoted(text)
-}
-
-func quoted(_ text: String) -> String {
-    let scalars = text.unicodeScalars
-    let shown = scalars.prefix(80).map { scalar in
-        switch scalar.properties.generalCategory {
-        case .control, .lineSeparator, .paragraphSeparator: return "\\u{\(String(scalar.value, radix: 16))}"
-        default: return String(scalar)
-        }
-    }.joined()
-    return "\"" + shown + (scalars.count > 80 ? "…" : "") + "\""
-}
-
 /// A value handed from one thread to another while the first waits for the second.
 ///
 /// `@unchecked Sendable` because the handing over is ordered: the creating thread does not touch

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Netlink
 import Synchronization
 
 /// Writes whole lines to standard output with one `write(2)` each, so that every line reaches a
@@ -88,12 +89,7 @@ enum Output {
     /// One line on standard error, prefixed with the tool's name. Control characters and line
     /// separators become `?`: argument-parser's messages quote the arguments as they came.
     static func error(_ text: String) {
-        let shown = text.unicodeScalars.map { scalar in
-            switch scalar.properties.generalCategory {
-            case .control, .lineSeparator, .paragraphSeparator: return "?"
-            default: return String(scalar)
-            }
-        }.joined()
+        let shown = text.unicodeScalars.map { $0.breaksALine ? "?" : String($0) }.joined()
         var line = "reach: \(shown)\n"
         writeAll(STDERR_FILENO, &line)
     }

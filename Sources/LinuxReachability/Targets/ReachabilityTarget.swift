@@ -150,12 +150,8 @@ public enum ReachabilityError: Error, Sendable, Hashable, CustomStringConvertibl
         case .invalidTarget(let text):
             // At most 80 Unicode scalars (one character can hold thousands); control characters
             // (C0, DEL, C1) and line separators shown as `?`, so that this stays one line.
-            let shown = text.unicodeScalars.prefix(80).map { scalar in
-                switch scalar.properties.generalCategory {
-                case .control, .lineSeparator, .paragraphSeparator: return "?"
-                default: return String(scalar)
-                }
-            }.joined() + (text.unicodeScalars.count > 80 ? "…" : "")
+            let shown = text.unicodeScalars.prefix(80).map { $0.breaksALine ? "?" : String($0) }.joined()
+                + (text.unicodeScalars.count > 80 ? "…" : "")
             return "not an IP address or host name: \"\(shown)\""
         case .resolutionFailed(let host, let message): return "cannot resolve \(host): \(message)"
         case .netlink(let error): return error.description
