@@ -41,6 +41,46 @@ struct CheckRequest {
     var netns: String?
     var sysfsRoot: String?
 
+    /// The parsed target and the probe that answers it.
+    typealias Prepared = (target: ReachabilityTarget, probe: ReachabilityProbe)
+
+    /// Asks once, prints the answer; throws `ExitCode(1)` when the target is not reachable.
+    func run() async throws {
+        let prepared = try prepare()
+        if try answerWithoutResolving(prepared) { return }
+        try await answerResolving(prepared)
+    }
+
+    /// Parses the target and the namespace, and opens the probe.
+    func prepare() throws -> Prepared {
+        let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
+        let namespace = try NamespaceOption.namespace(netns)
+        let sysfs = SysfsOption.source(root: sysfsRoot, namespace: namespace)
+        return (parsed, try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system()))
+    }
+
+    /// Answers on the calling thread, without a task or a queue, when the target is not a host
+    /// name; false (nothing done) for a host name, which ``answerResolving(_:)`` answers.
+    func answerWithoutResolving(_ prepared: Prepared) throws -> Bool {
+        guard let answered = try prepared.probe.answerWithoutResolving(for: prepared.target) else { return false }
+        try show(answered)
+        return true
+    }
+
+    /// Resolves the host name and answers.
+    func answerResolving(_ prepared: Prepared) async throws {
+        try show(try await prepared.probe.answer(for: prepared.target))
+    }
+
+    private func show(_ answered: (answer: ReachabilityAnswer, addresses: [IPAddress])) throws {
+        let (answer, addresses) = answered
+        Output.line(json ? answer.json(target: target, addresses: addresses).serialized
+                         : answer.humanLine(target: target ?? "internet"))
+        if !answer.isReachable { throw ExitCode(1) }
+    }
+}
+
+extension CheckRequest {
     /// The request of `reach check` arguments (`arguments` without the tool's name) when they are
     /// plain: `check`, then at most one target that does not start with `-`, `--json` and
     /// `--netns NAME` (or `--netns=NAME`), each at most once. Anything else (help, other options,
@@ -65,47 +105,6 @@ struct CheckRequest {
                 return nil
             }
         }
-    }
-
-    init(target: String?, json: Bool, netns: String?, sysfsRoot: String?) {
-        self.target = target
-        self.json = json
-        self.netns = netns
-        self.sysfsRoot = sysfsRoot
-    }
-
-    /// Asks once, prints the answer; throws `ExitCode(1)` when the target is not reachable.
-    func run() async throws {
-        let (parsed, probe) = try prepare()
-        if try answerWithoutResolving(parsed, probe) { return }
-        try show(try await probe.answer(for: parsed))
-    }
-
-    /// Answers on the calling thread, without a task or a queue, when the target is not a host
-    /// name; false (nothing done) for a host name, which ``run()`` resolves.
-    func runWithoutResolving() throws -> Bool {
-        let (parsed, probe) = try prepare()
-        return try answerWithoutResolving(parsed, probe)
-    }
-
-    private func prepare() throws -> (ReachabilityTarget, ReachabilityProbe) {
-        let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
-        let namespace = try netns.map { name throws(NetlinkError) in try NetworkNamespace.parse(name) } ?? .current
-        let sysfs = sysfsRoot.map { SysfsSource(root: $0, namespace: namespace) } ?? .live(namespace)
-        return (parsed, try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system()))
-    }
-
-    private func answerWithoutResolving(_ parsed: ReachabilityTarget, _ probe: ReachabilityProbe) throws -> Bool {
-        guard let answered = try probe.answerWithoutResolving(for: parsed) else { return false }
-        try show(answered)
-        return true
-    }
-
-    private func show(_ answered: (answer: ReachabilityAnswer, addresses: [IPAddress])) throws {
-        let (answer, addresses) = answered
-        Output.line(json ? answer.json(target: target, addresses: addresses).serialized
-                         : answer.humanLine(target: target ?? "internet"))
-        if !answer.isReachable { throw ExitCode(1) }
     }
 }
 

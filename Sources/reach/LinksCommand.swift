@@ -64,7 +64,13 @@ struct SysfsOption: ParsableArguments {
     var sysfsRoot: String?
 
     func source(namespace: NetworkNamespace) -> SysfsSource {
-        sysfsRoot.map { SysfsSource(root: $0, namespace: namespace) } ?? .live(namespace)
+        Self.source(root: sysfsRoot, namespace: namespace)
+    }
+
+    /// Where `namespace`'s link facts come from: the tree a `--sysfs-root` value names, or the
+    /// namespace's own sysfs without one.
+    static func source(root: String?, namespace: NetworkNamespace) -> SysfsSource {
+        root.map { SysfsSource(root: $0, namespace: namespace) } ?? .live(namespace)
     }
 
     func validate() throws {

@@ -36,8 +36,9 @@ struct ReachCommand: ParsableCommand {
         signal(SIGQUIT, SIG_DFL)
         do {
             if let request = CheckRequest(plainArguments: CommandLine.arguments.dropFirst()) {
-                if try request.runWithoutResolving() { return }
-                try runBlocking { try await request.run() }
+                let prepared = try request.prepare()
+                if try request.answerWithoutResolving(prepared) { return }
+                try runBlocking { try await request.answerResolving(prepared) }
                 return
             }
             var command = try parseAsRoot()
@@ -145,6 +146,11 @@ struct NamespaceOption: ParsableArguments {
     var netns: String?
 
     func namespace() throws -> NetworkNamespace {
+        try Self.namespace(netns)
+    }
+
+    /// The namespace that a `--netns` value names; the current one without a value.
+    static func namespace(_ netns: String?) throws -> NetworkNamespace {
         guard let netns else { return .current }
         return try NetworkNamespace.parse(netns)
     }
