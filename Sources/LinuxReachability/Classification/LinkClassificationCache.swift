@@ -385,19 +385,20 @@ public final class LinkClassificationCache: Sendable {
     }
 
     private func readSysfs(of links: [Link]) -> (facts: [Int32: SysfsFacts], error: NetlinkError?) {
+        // A tree is read as it is: a fixture may give a veth a radio's entry. The live sysfs of
+        // a link of a software kind has nothing that changes its answer
+        // (`LinkClassifier.sysfsMayDecide(ofKind:)`): a host's veths are not read.
+        var read = links
+        if case .live = source { read.removeAll { !LinkClassifier.sysfsMayDecide(ofKind: $0.kind) } }
         // Only a link without an rtnetlink kind can be stacked by sysfs alone (see
         // `SysfsFacts.lowerLinkNames`): the others' directories are not listed.
-        let wanted = links.map { (index: $0.index, name: $0.name, listing: $0.kind == nil) }
+        let wanted = read.map { (index: $0.index, name: $0.name, listing: $0.kind == nil) }
         switch source {
         case .tree(let root):
-            // A tree is read as it is: a fixture may give a veth a radio's entry.
             let reader = SysfsReader(root: root)
             return (Dictionary(wanted.map { ($0.index, reader.facts(forLinkNamed: $0.name, listingLowerLinks: $0.listing)) },
                                uniquingKeysWith: { first, _ in first }), nil)
         case .live(let namespace):
-            // The live sysfs of a link of a software kind has nothing that changes its answer
-            // (`LinkClassifier.sysfsMayDecide(ofKind:)`): a host's veths are not read.
-            let wanted = zip(links, wanted).filter { LinkClassifier.sysfsMayDecide(ofKind: $0.0.kind) }.map(\.1)
             guard !wanted.isEmpty else { return ([:], nil) }
             do {
                 let reader = namespace.isCurrent ? SysfsReader() : SysfsReader(directory: try sysfsDirectory(of: namespace))
