@@ -382,8 +382,10 @@ final class SubscriptionEngine: @unchecked Sendable, CacheManagerObserver {
         if let noted = model.takeNotedExpiry() { soonest.keepEarliest(noted) }
         guard expiryTimerDescriptor >= 0, let soonest, armedExpiry.map({ soonest < $0 }) ?? true else { return }
         armedExpiry = soonest
-        // A little after the expiry: the kernel's check is `time_after(jiffies, expires)`.
-        let (seconds, attoseconds) = (max(soonest - .now, .zero) + .milliseconds(20)).components
+        // Well after the expiry: the kernel's check is `time_after(jiffies, expires)`, the
+        // lifetime read was cut to a hundredth of a second, and a route that expired less than
+        // one such tick ago reads `rta_expires` 0, which means "never expires".
+        let (seconds, attoseconds) = (max(soonest - .now, .zero) + .milliseconds(50)).components
         var setting = itimerspec()
         setting.it_value = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
         timerfd_settime(expiryTimerDescriptor, 0, &setting, nil)
