@@ -95,6 +95,23 @@ struct KernelStateModelTests {
         #expect(model.state.defaultRoutes.isEmpty, "the kernel is about to flush it")
     }
 
+    /// The kernel tells of a deleted next-hop object, then flushes the routes that used it
+    /// without a message: a re-read between the two still lists them.
+    @Test func aRereadKeepsNoRouteOfADeletedNexthopObject() {
+        var model = Self.model()
+        let object = NexthopObject(id: 10, linkIndex: 2, gateway: IPAddress("10.0.0.1")!)
+        model.applyNexthopObject(object, deleted: false)
+        var route = Self.defaultRoute(via: "10.0.0.1", on: 2, metric: 5)
+        route.nexthopID = 10
+        model.adoptDefaultRoutes([route.key: route], selectedBy: .defaultRoutes)
+        #expect(model.state.defaultRoutes[route.key] != nil)
+        model.applyNexthopObject(object, deleted: true)
+        #expect(!model.isSettled)
+        _ = model.takeRouteRereads()
+        model.adoptDefaultRoutes([route.key: route], selectedBy: .defaultRoutes)
+        #expect(model.state.defaultRoutes[route.key] == nil, "the kernel is about to flush it")
+    }
+
     @Test func aLinkWhoseLowerLinkLeftIsReadAgain() {
         var model = Self.model()
         let peer = Self.link(3, "veth0")

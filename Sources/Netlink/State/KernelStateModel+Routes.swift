@@ -134,9 +134,17 @@ extension KernelStateModel {
     /// dump does not wait for the flush (Linux 6.10+ dumps IPv4 routes without RTNL): a route the
     /// flush is about to take is not kept.
     mutating func adoptDefaultRoutes(_ dumped: [Route.Key: Route], selectedBy filter: RouteFilter) {
-        let current = dumped.filter { !Self.isFlushedWithItsLinks($0.value, links: state.links) }
+        let current = dumped.filter { !Self.isFlushedWithItsLinks($0.value, links: state.links) && !namesAnObjectGone($0.value) }
         let previous = state.defaultRoutes.filter { filter.matches($0.value) }
         replace(previous, with: current, in: &state.defaultRoutes) { events.append(.route(RouteChange($0))) }
+    }
+
+    /// Whether `route` names a next-hop object that is gone. The kernel tells of an object's
+    /// deletion before it flushes the routes that use it (`remove_nexthop`), and a dump taken
+    /// in between still lists them, with no message to follow. An object not told of yet is
+    /// followed by the messages of the routes made with it.
+    func namesAnObjectGone(_ route: Route) -> Bool {
+        route.nexthopID.map { nexthopObjects[$0] == nil } ?? false
     }
 
     /// Whether the kernel removes `route` because its links are down: an IPv4 route whose every
