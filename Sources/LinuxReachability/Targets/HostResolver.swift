@@ -47,7 +47,7 @@ public struct ResolvedAddress: Hashable, Sendable, CustomStringConvertible {
 
 extension [ResolvedAddress] {
     /// The addresses alone, each once, in order.
-    var addresses: [IPAddress] {
+    package var addresses: [IPAddress] {
         var result: [IPAddress] = []
         for resolved in self where !result.contains(resolved.address) { result.append(resolved.address) }
         return result
@@ -88,34 +88,39 @@ package struct SystemHostResolver: HostResolver {
     /// answers with a `sin6_scope_id` (mDNS's, or a literal such as `fe80::1%eth0`) is scoped to
     /// that link, named as it is in the namespace (its index in decimal if it has gone since).
     package func resolveScoped(_ host: String) async throws -> [ResolvedAddress] {
-        let namespace = self.namespace
+        try await withCheckedThrowingContinuation { continuation in
+            BlockingLanes.resolution.next().async {
+                continuation.resume(with: Result { () throws(ReachabilityError) in try resolveScopedBlocking(host) })
+            }
+        }
+    }
+
+    /// ``resolveScoped(_:)`` on the calling thread, which it blocks for the lookup: for a caller
+    /// that runs off Swift's cooperative pool already.
+    package func resolveScopedBlocking(_ host: String) throws(ReachabilityError) -> [ResolvedAddress] {
         var resolverFile: String?
         var hasHostsFile = false
         if let own = namespace.ownConfiguration {
             let hostsPath = own + "/hosts"
             hasHostsFile = access(hostsPath, F_OK) == 0
-            if hasHostsFile, let found = try? await HostsFileResolver(path: hostsPath).resolve(host), !found.isEmpty {
+            if hasHostsFile, let found = HostsFileIndex.addresses(of: host, inFileAt: hostsPath), !found.isEmpty {
                 return found.map { ResolvedAddress($0) }
             }
             let resolverPath = own + "/resolv.conf"
             if access(resolverPath, F_OK) == 0 { resolverFile = resolverPath }
         }
-        return try await withCheckedThrowingContinuation { [resolverFile, hasHostsFile] continuation in
-            BlockingLanes.resolution.next().async {
-                do throws(NetlinkError) {
-                    let result = try namespace.perform { () -> Result<[ResolvedAddress], ReachabilityError> in
-                        if let resolverFile {
-                            return ResolverFileLookup.addresses(of: host, resolverFile: resolverFile,
-                                                                readsHostsFile: !hasHostsFile)
-                        }
-                        return Self.getaddrinfo(host)
-                    }
-                    continuation.resume(with: result)
-                } catch {
-                    continuation.resume(throwing: ReachabilityError.netlink(error))
+        let result: Result<[ResolvedAddress], ReachabilityError>
+        do {
+            result = try namespace.perform { [resolverFile, hasHostsFile] () -> Result<[ResolvedAddress], ReachabilityError> in
+                if let resolverFile {
+                    return ResolverFileLookup.addresses(of: host, resolverFile: resolverFile, readsHostsFile: !hasHostsFile)
                 }
+                return Self.getaddrinfo(host)
             }
+        } catch {
+            throw .netlink(error)
         }
+        return try result.get()
     }
 
     /// `getaddrinfo(3)` in the calling thread's namespace.
