@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "LinuxReachability", targets: ["LinuxReachability"]),
         .library(name: "ReachabilityCompat", targets: ["ReachabilityCompat"]),
         .library(name: "ReachabilityService", targets: ["ReachabilityService"]),
+        .library(name: "ReachabilityConnectivity", targets: ["ReachabilityConnectivity"]),
         .executable(name: "reach", targets: ["reach"]),
     ],
     traits: [
@@ -41,12 +42,22 @@ let package = Package(
             pkgConfig: "libcares",
             providers: [.apt(["libc-ares-dev"])]
         ),
+        // libcurl's headers, for the connectivity probe; the library is opened at run time.
+        .systemLibrary(
+            name: "CCurl",
+            path: "modulemaps/CCurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The Swift overlay of libnl: the only module that imports CNetlink.
         .target(name: "Netlink", dependencies: ["CNetlink", .product(name: "Logging", package: "swift-log")]),
         // What the kernel facts mean for reachability.
         .target(name: "LinuxReachability", dependencies: ["Netlink", "CAres", .product(name: "Logging", package: "swift-log")]),
         // The seed libraries' dialects: their statuses, notifications and middleware.
         .target(name: "ReachabilityCompat", dependencies: ["Netlink", "LinuxReachability"]),
+        // The opt-in HTTP connectivity check: none, limited, portal or full.
+        .target(name: "ReachabilityConnectivity", dependencies: [
+            "Netlink", "LinuxReachability", "CCurl", .product(name: "Logging", package: "swift-log"),
+        ]),
         // A monitor as a swift-service-lifecycle Service (with the ServiceLifecycle trait).
         .target(name: "ReachabilityService", dependencies: [
             "LinuxReachability", .product(name: "Logging", package: "swift-log"),
@@ -74,6 +85,9 @@ let package = Package(
             "LinuxReachability", "ReachabilityCompat", "NetnsTestSupport", .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "ReachCLITests", dependencies: ["NetnsTestSupport"]),
+        .testTarget(name: "ReachabilityConnectivityTests", dependencies: [
+            "ReachabilityConnectivity", "LinuxReachability", "Netlink", "NetnsTestSupport",
+        ]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: [
             "ReachabilityService", "LinuxReachability", .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),

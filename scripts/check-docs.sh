@@ -7,9 +7,11 @@ cd "$(dirname "$0")/.."
 graphs=$(mktemp -d)
 output=$(mktemp -d)
 trap 'rm -rf "$graphs" "$output"' EXIT
-swift build --target ReachabilityCompat -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
+for target in ReachabilityCompat ReachabilityConnectivity; do
+    swift build --target "$target" -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
+done
 status=0
-for module in Netlink LinuxReachability ReachabilityCompat; do
+for module in Netlink LinuxReachability ReachabilityCompat ReachabilityConnectivity; do
     # Each catalog with its own module's graphs only: a module's graph also holds the types it
     # re-exports, which are another catalog's.
     mkdir -p "$graphs/$module"
@@ -25,7 +27,7 @@ for module in Netlink LinuxReachability ReachabilityCompat; do
         status=1
     fi
 done
-[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink, LinuxReachability and ReachabilityCompat"
+[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink, LinuxReachability, ReachabilityCompat and ReachabilityConnectivity"
 
 # README.md's Swift examples, each on its own with only its own imports, type-checked against the
 # modules just built (the article snippets are compiled by DocumentationSnippetTests); the
@@ -39,6 +41,7 @@ for snippet in "$snippets"/*.swift; do
     [ -e "$snippet" ] || continue
     if ! swiftc -typecheck -swift-version 6 -I .build/debug/Modules \
         -Xcc -fmodule-map-file=modulemaps/CNetlink/module.modulemap -Xcc -fmodule-map-file=modulemaps/CAres/module.modulemap \
+        -Xcc -fmodule-map-file=modulemaps/CCurl/module.modulemap \
         $(pkg-config --cflags-only-I libnl-3.0 libnl-route-3.0 | sed 's/-I/-Xcc -I/g') "$snippet"; then
         echo "README.md: the Swift example $(basename "$snippet" .swift | sed 's/readme//') does not compile"
         status=1

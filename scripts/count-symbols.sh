@@ -8,11 +8,13 @@ set -eu
 cd "$(dirname "$0")/.."
 graphs=$(mktemp -d)
 trap 'rm -rf "$graphs"' EXIT
-swift build --traits CommandLineTool,ServiceLifecycle --target ReachabilityCompat -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
+for target in ReachabilityCompat ReachabilityConnectivity; do
+    swift build --traits CommandLineTool,ServiceLifecycle --target "$target" -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
+done
 python3 - "$graphs" <<'PY'
 import json, os, sys
 graphs = sys.argv[1]
-for module in ("Netlink", "LinuxReachability", "ReachabilityCompat"):
+for module in ("Netlink", "LinuxReachability", "ReachabilityCompat", "ReachabilityConnectivity"):
     count = 0
     for name in os.listdir(graphs):
         if name != f"{module}.symbols.json" and not name.startswith(f"{module}@"):

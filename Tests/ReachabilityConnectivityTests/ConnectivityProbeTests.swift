@@ -1,0 +1,98 @@
+import Foundation
+import LinuxReachability
+import Netlink
+import NetnsTestSupport
+import ReachabilityConnectivity
+import Testing
+
+@Suite("Connectivity probe")
+struct ConnectivityProbeTests {
+    @Test func aProbeNeedsAnHTTPURLAndPositiveDurations() throws {
+        for bad in ["", "htp:/x", "ftp://192.0.2.1/", "http://", "file:///etc/hosts", "no url"] {
+            #expect(throws: ConnectivityError.self, "\(bad)") { try ConnectivityProbe(url: bad) }
+        }
+        #expect(throws: ConnectivityError.invalidDuration(name: "probe timeout", reason: "must be more than 0 seconds")) {
+            try ConnectivityProbe(url: "http://192.0.2.1/", timeout: .zero)
+        }
+        #expect(throws: ConnectivityError.self) { try ConnectivityProbe(url: "http://192.0.2.1/", interval: .seconds(-1)) }
+        let probe = try ConnectivityProbe(url: "HTTP://[2001:db8::1]:8080/generate_204")
+        #expect(probe.url == "http://[2001:db8::1]:8080/generate_204")
+        #expect(probe.interval == nil && probe.expectation == .noContent)
+        let error = ConnectivityError.invalidURL("a\nb", reason: "Bad scheme")
+        #expect(!error.description.contains("\n"), "one line: \(error)")
+    }
+
+    @Test func answersAreJudgedAsAndroidAndNetworkManagerDo() {
+        typealias R = HTTPProbeRequest
+        #expect(R.judge(status: 204, body: [], expectation: .noContent, location: nil).0 == .full)
+        #expect(R.judge(status: 200, body: [], expectation: .noContent, location: nil).0 == .portal)
+        let redirect = R.judge(status: 302, body: [], expectation: .noContent, location: "http://login.test/")
+        #expect(redirect.0 == .portal && redirect.location == "http://login.test/")
+        #expect(R.judge(status: 307, body: Array("OK".utf8), expectation: .bodyPrefix("OK"), location: nil).0 == .portal)
+        #expect(R.judge(status: 200, body: Array("OK\n".utf8), expectation: .bodyPrefix("OK"), location: nil).0 == .full)
+        #expect(R.judge(status: 200, body: Array("<html>".utf8), expectation: .bodyPrefix("OK"), location: nil).0 == .portal)
+        #expect(R.judge(status: 503, body: Array("OK".utf8), expectation: .bodyPrefix("OK"), location: nil).0 == .portal)
+        #expect(Connectivity.none < .limited && Connectivity.limited < .portal && Connectivity.portal < .full)
+    }
+}
+
+@Suite("Connectivity in namespaces", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct ConnectivityNamespaceTests {
+    @Test func aProbeGoesOutThroughTheLinkItIsBoundTo() async throws {
+        let network = try ProbeNetwork("lprobebind")
+        defer { network.stop() }
+        let namespace = try NetworkNamespace.named(network.client.name)
+        let probe = try ConnectivityProbe(url: network.url(), timeout: .seconds(2))
+        let through = probe.check(through: "c0", in: namespace)
+        #expect(through.connectivity == .full && through.interfaceName == "c0" && through.httpStatus == 204, "\(through)")
+        // Bound to the loopback, the server cannot be reached, whatever the routes say.
+        let loopback = probe.check(through: "lo", in: namespace)
+        #expect(loopback.connectivity == .limited, "\(loopback)")
+        let answer = try await ReachabilityProbe(namespace: namespace).answer(for: .internet).answer
+        #expect(probe.check(answer, in: namespace).connectivity == .full)
+    }
+
+    @Test func aHostNameInTheURLIsResolvedInTheNamespace() throws {
+        let network = try ProbeNetwork("lprobename")
+        defer { network.stop() }
+        let directory = "/etc/netns/\(network.client.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "10.77.0.1 portal.test\n".write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
+        // A resolver configuration of its own, with no name server: nothing asks the machine's.
+        try "options attempts:1 timeout:1\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let namespace = try NetworkNamespace.named(network.client.name)
+        let found = try ConnectivityProbe(url: "http://portal.test/generate_204").check(through: "c0", in: namespace)
+        #expect(found.connectivity == .full, "\(found)")
+        let unknown = try ConnectivityProbe(url: "http://unknown.test/").check(through: "c0", in: namespace)
+        #expect(unknown.connectivity == .limited, "\(unknown)")
+    }
+
+    @Test func aMonitorProbesOnEachChangeAndAtItsInterval() async throws {
+        let network = try ProbeNetwork("lprobemon")
+        defer { network.stop() }
+        let probe = try ConnectivityProbe(url: network.url(), timeout: .seconds(2), interval: .milliseconds(200))
+        let monitor = try ConnectivityMonitor(namespace: .named(network.client.name), probe: probe)
+        let seen = Locked<[ConnectivityUpdate]>([])
+        monitor.onChange = { update in seen.withLock { $0.append(update) } }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { seen.withLock { $0.last?.connectivity == .full } })
+        #expect(seen.withLock { $0.first?.report.interfaceName } == "c0", "\(seen.withLock { $0 })")
+        try network.setMode("redirect http://10.77.0.1/login")
+        #expect(eventually { seen.withLock { $0.last?.report.portalLocation == "http://10.77.0.1/login" } })
+        try network.client.ip("link", "set", "c0", "down")
+        #expect(eventually { seen.withLock { $0.last?.connectivity == Connectivity.none && $0.last?.answer.isReachable == false } })
+        try network.setMode("204")
+        try network.client.batch(["link set c0 up", "route replace default via 10.77.0.1"])
+        #expect(eventually { seen.withLock { $0.last?.connectivity == .full } })
+        #expect(monitor.latest?.connectivity == .full)
+        // Each change once: an unchanged result at the interval is not told again.
+        let count = seen.withLock { $0.count }
+        usleep(600_000)
+        #expect(seen.withLock { $0.count } == count)
+
+        var iterator = monitor.updates().makeAsyncIterator()
+        #expect(await iterator.next()?.connectivity == .full, "a sequence starts with the latest update")
+    }
+}
