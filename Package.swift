@@ -69,6 +69,7 @@ let package = Package(
             dependencies: [
                 "Netlink",
                 "LinuxReachability",
+                "ReachabilityConnectivity",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["CommandLineTool"])),
             ]
         ),

@@ -2,6 +2,7 @@
 import ArgumentParser
 import Netlink
 import LinuxReachability
+import ReachabilityConnectivity
 
 /// `reach check`: is a target reachable now, and through what?
 struct CheckCommand: AsyncParsableCommand {
@@ -14,8 +15,11 @@ struct CheckCommand: AsyncParsableCommand {
             route through a usable link). The answer is the kernel's route lookup (`ip route get`, \
             policy rules included) and the state of the link it picks. Host names are resolved in \
             the namespace (its /etc/netns/NAME/hosts first, then the name servers of its \
-            /etc/netns/NAME/resolv.conf if it has one). Exit status: 0 reachable, 1 not \
-            reachable, 2 bad input or an error.
+            /etc/netns/NAME/resolv.conf if it has one). With --connectivity, an HTTP probe of \
+            the URL you name goes out through the answer's link: none (no usable route), \
+            limited (no answer), portal (a redirect or other content) or full (the expected \
+            answer). Exit status: 0 reachable (with --connectivity: full), 1 not, 2 bad input \
+            or an error.
             """)
 
     @Argument(help: "An IPv4 or IPv6 address (fe80::1%eth0 for a link-local one) or a host name (default: the internet).")
@@ -28,8 +32,18 @@ struct CheckCommand: AsyncParsableCommand {
 
     @OptionGroup var sysfsOption: SysfsOption
 
+    @Flag(help: "Probe the connectivity behind the answer over HTTP (with --probe-url or $REACH_PROBE_URL).")
+    var connectivity = false
+
+    @OptionGroup var probeOptions: ProbeOptions
+
+    func validate() throws {
+        try probeOptions.validate(connectivityAsked: connectivity)
+    }
+
     func run() async throws {
-        try await CheckRequest(target: target, json: json, netns: namespaceOption.netns, sysfsRoot: sysfsOption.sysfsRoot).run()
+        try await CheckRequest(target: target, json: json, netns: namespaceOption.netns, sysfsRoot: sysfsOption.sysfsRoot,
+                               connectivity: connectivity ? try probeOptions.probe() : nil).run()
     }
 }
 
@@ -40,9 +54,11 @@ struct CheckRequest {
     var json = false
     var netns: String?
     var sysfsRoot: String?
+    /// The connectivity probe to make behind a reachable answer, when asked for.
+    var connectivity: ConnectivityProbe?
 
-    /// The parsed target and the probe that answers it.
-    typealias Prepared = (target: ReachabilityTarget, probe: ReachabilityProbe)
+    /// The parsed target, the probe that answers it and the namespace.
+    typealias Prepared = (target: ReachabilityTarget, probe: ReachabilityProbe, namespace: NetworkNamespace)
 
     /// Asks once, prints the answer; throws `ExitCode(1)` when the target is not reachable.
     func run() async throws {
@@ -56,27 +72,34 @@ struct CheckRequest {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let namespace = try NamespaceOption.namespace(netns)
         let sysfs = SysfsOption.source(root: sysfsRoot, namespace: namespace)
-        return (parsed, try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system()))
+        return (parsed, try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system()), namespace)
     }
 
     /// Answers on the calling thread, without a task or a queue, when the target is not a host
     /// name; false (nothing done) for a host name, which ``answerResolving(_:)`` answers.
     func answerWithoutResolving(_ prepared: Prepared) throws -> Bool {
         guard let answered = try prepared.probe.answerWithoutResolving(for: prepared.target) else { return false }
-        try show(answered)
+        try show(answered, in: prepared.namespace)
         return true
     }
 
     /// Resolves the host name and answers.
     func answerResolving(_ prepared: Prepared) async throws {
-        try show(try await prepared.probe.answer(for: prepared.target))
+        try show(try await prepared.probe.answer(for: prepared.target), in: prepared.namespace)
     }
 
-    private func show(_ answered: (answer: ReachabilityAnswer, addresses: [IPAddress])) throws {
+    private func show(_ answered: (answer: ReachabilityAnswer, addresses: [IPAddress]), in namespace: NetworkNamespace) throws {
         let (answer, addresses) = answered
-        Output.line(json ? answer.json(target: target, addresses: addresses).serialized
-                         : answer.humanLine(target: target ?? "internet"))
-        if !answer.isReachable { throw ExitCode(1) }
+        guard let connectivity else {
+            Output.line(json ? answer.json(target: target, addresses: addresses).serialized
+                             : answer.humanLine(target: target ?? "internet"))
+            if !answer.isReachable { throw ExitCode(1) }
+            return
+        }
+        let report = connectivity.check(answer, in: namespace)
+        Output.line(json ? answer.json(target: target, addresses: addresses, connectivity: report).serialized
+                         : answer.humanLine(target: target ?? "internet") + "  " + report.humanText)
+        if report.connectivity != .full { throw ExitCode(1) }
     }
 }
 

@@ -3,6 +3,7 @@ import ArgumentParser
 import Dispatch
 import Netlink
 import LinuxReachability
+import ReachabilityConnectivity
 
 /// `reach watch`: the answer for each target now, then one line per real change.
 struct WatchCommand: ParsableCommand {
@@ -13,8 +14,11 @@ struct WatchCommand: ParsableCommand {
             Each TARGET is an IPv4 or IPv6 address (a link-local one with its link: fe80::1%eth0) or \
             a host name; without one, the internet. \
             With --json every line is a `check` object plus "time" (ISO 8601). Lines are \
-            flushed one by one. Runs until interrupted; if the namespace is deleted, the last \
-            lines say "monitoring ended" and reach exits with status 2.
+            flushed one by one. With --connectivity each answer comes with what an HTTP probe \
+            of the URL you name found through its link (as `check --connectivity`), probed on \
+            each change and, with --probe-interval, that often while the answer stays. Runs \
+            until interrupted; if the namespace is deleted, the last lines say "monitoring \
+            ended" and reach exits with status 2.
             """)
 
     @Argument(help: "Addresses or host names (default: the internet).")
@@ -26,8 +30,22 @@ struct WatchCommand: ParsableCommand {
     @OptionGroup var namespaceOption: NamespaceOption
     @OptionGroup var subscriptionOption: SubscriptionOption
 
+    @Flag(help: "Probe the connectivity behind each answer over HTTP (with --probe-url or $REACH_PROBE_URL).")
+    var connectivity = false
+
+    @OptionGroup var probeOptions: ProbeOptions
+
+    @Option(name: .customLong("probe-interval"),
+            help: ArgumentHelp("Probe again this often while an answer stays (default: only on changes).", valueName: "SECONDS"))
+    var probeInterval: Double?
+
     /// The subscription and the monitors live as long as the process prints.
-    private static let keepAlive = Locked<(NetlinkSubscription?, [ReachabilityMonitor])>((nil, []))
+    private static let keepAlive = Locked<(NetlinkSubscription?, [ReachabilityMonitor], [ConnectivityMonitor])>((nil, [], []))
+
+    func validate() throws {
+        try probeOptions.validate(connectivityAsked: connectivity)
+        if probeInterval != nil, !connectivity { throw ValidationError("--probe-interval needs --connectivity") }
+    }
 
     func run() throws {
         let parsed = try targets.map { text throws(ReachabilityError) in (text, try ReachabilityTarget(parsing: text)) }
@@ -35,6 +53,9 @@ struct WatchCommand: ParsableCommand {
         // Opened first, so the monitors' engine finds it with the options asked for.
         let subscription = try subscriptionOption.openSubscription(in: namespace)
         let ended = EndOfMonitoring()
+        if connectivity {
+            try watchConnectivity(of: parsed, in: namespace, subscription: subscription, ended: ended)
+        }
         // The callbacks run on the namespace's evaluation queue itself, inside the round that
         // judged the change, on the thread that read the kernel's message: the lines of every
         // target come out in order, with no thread woken between the kernel and the line. A
@@ -67,7 +88,7 @@ struct WatchCommand: ParsableCommand {
                 }
                 return monitor
             }
-        Self.keepAlive.withLock { $0 = (subscription, monitors) }
+        Self.keepAlive.withLock { $0 = (subscription, monitors, []) }
         for monitor in monitors { monitor.startListening() }
         Output.exitWhenTheReaderGoes()
         // Runs until interrupted or until the namespace goes away; the monitors print from
@@ -79,58 +100,43 @@ struct WatchCommand: ParsableCommand {
         if case .ended(let error) = outcome { Output.error(error.description) }
         throw ExitCode(2)
     }
-}
 
-/// `reach wait`: block until a target is reachable.
-struct WaitCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "wait",
-        abstract: "Wait until a target is reachable (exit 0), or until the timeout (exit 1).",
-        discussion: "Waits on kernel events, never by polling. Without a timeout it waits forever.")
-
-    @Argument(help: "An IPv4 or IPv6 address (fe80::1%eth0 for a link-local one) or a host name (default: the internet).")
-    var target: String?
-
-    @Option(help: ArgumentHelp("Give up after this many seconds (exit 1).", valueName: "SECONDS"))
-    var timeout: Double?
-
-    @OptionGroup var namespaceOption: NamespaceOption
-
-    func validate() throws {
-        if let timeout, !(timeout >= 0 && timeout.isFinite) { throw ValidationError("--timeout must be a number of seconds, 0 or more") }
-    }
-
-    func run() throws {
-        let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
-        let monitor = try ReachabilityMonitor(target: parsed, namespace: try namespaceOption.namespace())
-        let outcome = EndOfMonitoring()
-        monitor.onChange = { _, answer in outcome.note(answer, reachable: answer.isReachable) }
-        let deadline = timeout.map(Self.deadline(after:)) ?? .distantFuture
-        monitor.startListening()
-        // The first answer is always looked at (`--timeout 0` asks "reachable now?"); then a
-        // futex wait until the deadline: no polling.
-        outcome.waitForFirstAnswer()
-        let finished = outcome.wait(timeout: deadline)
-        monitor.stopListening()
-        switch finished {
-        case .timedOut: throw ExitCode(1)
-        case .ended(let error):
-            Output.error(error.description)
-            throw ExitCode(2)
-        case .reached: return
-        }
-    }
-
-    /// The moment `seconds` from now, rounded up to the nanosecond; a timeout past what the
-    /// clock can count (some 292 years) waits forever, as none does.
-    static func deadline(after seconds: Double) -> DispatchTime {
-        let nanoseconds = (seconds * 1e9).rounded(.up)
-        guard nanoseconds < Double(Int64.max / 2) else { return .distantFuture }
-        return .now() + .nanoseconds(Int(nanoseconds))
+    /// Prints each target's answer with its connectivity, as `check --connectivity` does, then
+    /// every change of either, until interrupted or until the namespace goes away.
+    private func watchConnectivity(of parsed: [(String, ReachabilityTarget)], in namespace: NetworkNamespace,
+                                   subscription: NetlinkSubscription, ended: EndOfMonitoring) throws -> Never {
+        let probe = try probeOptions.probe(interval: probeInterval)
+        // One queue for every target's lines: they come out whole and in order.
+        let queue = DispatchQueue(label: "reach watch")
+        let json = self.json
+        let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
+            .map { text, target throws(ReachabilityError) -> ConnectivityMonitor in
+                let monitor = try ConnectivityMonitor(target: target, namespace: namespace, probe: probe, queue: queue)
+                monitor.onChange = { update in
+                    let answer = update.answer
+                    if json {
+                        guard case .object(let fields) = answer.json(target: text, addresses: answer.addresses,
+                                                                     connectivity: update.report) else { return }
+                        Output.line(JSON.object(fields + [("time", .string(iso8601Now()))]).serialized)
+                    } else {
+                        Output.line(iso8601Now() + "  " + answer.humanLine(target: text ?? "internet") + "  " + update.report.humanText)
+                    }
+                    ended.note(answer)
+                    Output.yieldToReader()
+                }
+                return monitor
+            }
+        Self.keepAlive.withLock { $0 = (subscription, [], monitors) }
+        for monitor in monitors { monitor.startListening() }
+        Output.exitWhenTheReaderGoes()
+        let outcome = ended.wait(timeout: .distantFuture)
+        queue.sync {}
+        if case .ended(let error) = outcome { Output.error(error.description) }
+        throw ExitCode(2)
     }
 }
 
-/// Wakes the main thread of `watch` and `wait`: when the target is reached (`wait`), or when
+/// Wakes the main thread of `watch` and `wait`: when what `wait` waits for is reached, or when
 /// monitoring ended because the namespace was deleted (the answer's reason says so).
 final class EndOfMonitoring: Sendable {
     /// How a wait finished.
@@ -149,9 +155,11 @@ final class EndOfMonitoring: Sendable {
     /// Looks at an answer: a reached target or the end of monitoring wakes the waiter once.
     func note(_ answer: ReachabilityAnswer, reachable: Bool = false) {
         defer { answers.signal() }
-        let next: Outcome?
-        if case .monitoringEnded(let error) = answer.reason { next = .ended(error) } else { next = reachable ? .reached : nil }
-        guard let next else { return }
+        if case .monitoringEnded(let error) = answer.reason { finish(.ended(error)) } else if reachable { finish(.reached) }
+    }
+
+    /// Wakes the waiter with `next`, unless an outcome was noted before.
+    func finish(_ next: Outcome) {
         let first = outcome.withLock { outcome -> Bool in
             guard outcome == nil else { return false }
             outcome = next

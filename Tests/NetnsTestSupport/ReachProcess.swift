@@ -39,6 +39,12 @@ public final class ReachProcess: Sendable {
         awaitLine(in: lines, containing: fragments)
     }
 
+    /// The process's id.
+    public var processIdentifier: Int32? { process.isRunning ? process.processIdentifier : nil }
+
+    /// Whether the process still runs.
+    public var isRunning: Bool { process.isRunning }
+
     /// Waits (bounded, for liveness only) until the process exits by itself; its exit status,
     /// or nil if it still runs.
     public func exitStatus() -> Int32? {
