@@ -96,3 +96,21 @@ struct ConnectivityNamespaceTests {
         #expect(await iterator.next()?.connectivity == .full, "a sequence starts with the latest update")
     }
 }
+
+@Suite("Connectivity of paths", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct PathConnectivityTests {
+    @Test func eachPathComesWithWhatTheProbeFoundThroughItsFirstInterface() async throws {
+        let network = try ProbeNetwork("lprobepath")
+        defer { network.stop() }
+        let probe = try ConnectivityProbe(url: network.url(), timeout: .seconds(2))
+        let monitor = NetworkPathMonitor(namespace: try .named(network.client.name))
+        defer { monitor.cancel() }
+        var updates = monitor.connectivityUpdates(probe: probe).makeAsyncIterator()
+        let first = await updates.next()
+        #expect(first?.path.status == .satisfied && first?.connectivity == .full, "\(String(describing: first))")
+        #expect(first?.report.interfaceName == "c0")
+        try network.client.ip("route", "del", "default")
+        let second = await updates.next()
+        #expect(second?.path.status == .unsatisfied && second?.connectivity == Connectivity.none, "\(String(describing: second))")
+    }
+}
