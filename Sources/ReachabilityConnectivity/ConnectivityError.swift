@@ -6,6 +6,8 @@ public enum ConnectivityError: Error, Sendable, Hashable, CustomStringConvertibl
     case invalidURL(String, reason: String)
     /// A timeout or interval that is not a positive, finite number of seconds.
     case invalidDuration(name: String, reason: String)
+    /// An expectation that every answer would meet (an empty expected text).
+    case invalidExpectation(String)
     /// libcurl could not be loaded or initialized (the text says why).
     case httpClientUnavailable(String)
 
@@ -14,6 +16,7 @@ public enum ConnectivityError: Error, Sendable, Hashable, CustomStringConvertibl
         switch self {
         case .invalidURL(let url, let reason): "invalid probe URL \(displayed(url)): \(reason)"
         case .invalidDuration(let name, let reason): "invalid \(name): \(reason)"
+        case .invalidExpectation(let reason): "invalid probe expectation: \(reason)"
         case .httpClientUnavailable(let reason): "cannot load libcurl: \(reason)"
         }
     }

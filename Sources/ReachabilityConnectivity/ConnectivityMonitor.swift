@@ -21,6 +21,11 @@ public struct ConnectivityUpdate: Sendable, Hashable, CustomStringConvertible {
 
     /// Such as `reachableViaWired -R ------d dev eth0 (wiredEthernet); connectivity full`.
     public var description: String { "\(answer); connectivity \(report)" }
+
+    /// Whether the answer says that monitoring ended (the namespace went away).
+    var endsMonitoring: Bool {
+        if case .monitoringEnded = answer.reason { true } else { false }
+    }
 }
 
 /// A `ReachabilityMonitor` that probes the connectivity behind each answer: the answer and
@@ -52,15 +57,25 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
     /// Probes run here, one at a time, off the queue the answers come on.
     private let probeQueue = DispatchQueue(label: "ConnectivityMonitor.probe")
     private let state = Locked(State())
-    private static let callbackQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+    /// Orders ``startListening()`` and ``stopListening()`` against each other, and with them the
+    /// inner monitor's start and stop.
+    private let lifecycle = Locked(())
+    /// Set on ``callbackQueue`` for this monitor alone (other monitors may share the queue).
+    private let callbackQueueKey = DispatchSpecificKey<Void>()
 
     private struct State {
         /// Counts answers, starts and stops: a probe result for an older count is stale.
         var generation = 0
         var isListening = false
+        /// The last update handed to the callbacks' queue.
         var delivered: ConnectivityUpdate?
+        /// The last update the callbacks ran with (written on the callbacks' queue), which a
+        /// new sequence starts with.
+        var told: ConnectivityUpdate?
         var onChange: (@Sendable (ConnectivityUpdate) -> Void)?
         var continuations: [Int: AsyncStream<ConnectivityUpdate>.Continuation] = [:]
+        /// Sequences made but not yet registered on the callbacks' queue.
+        var registering: Set<Int> = []
         var nextContinuation = 0
     }
 
@@ -77,11 +92,12 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
         self.namespace = namespace
         self.callbackQueue = queue ?? DispatchQueue(label: "ConnectivityMonitor.callbacks")
         self.monitor = try ReachabilityMonitor(target: target, namespace: namespace)
-        callbackQueue.setSpecific(key: Self.callbackQueueKey, value: ObjectIdentifier(self))
+        callbackQueue.setSpecific(key: callbackQueueKey, value: ())
     }
 
     deinit {
         monitor.stopListening()
+        callbackQueue.setSpecific(key: callbackQueueKey, value: nil)
         for continuation in state.withLock({ $0.continuations.values }) { continuation.finish() }
     }
 
@@ -104,46 +120,67 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
     /// Starts listening: the current answer and its probe first, then every change. Starting
     /// twice is harmless.
     public func startListening() {
-        let start = state.withLock { state -> Bool in
-            guard !state.isListening else { return false }
-            state.isListening = true
-            state.generation += 1
-            state.delivered = nil
-            return true
+        lifecycle.withLock { _ in
+            let start = state.withLock { state -> Bool in
+                guard !state.isListening else { return false }
+                state.isListening = true
+                state.generation += 1
+                state.delivered = nil
+                state.told = nil
+                return true
+            }
+            guard start else { return }
+            weak let connectivityMonitor = self
+            monitor.onChange = { _, answer in connectivityMonitor?.answerChanged(answer) }
+            monitor.startListening()
         }
-        guard start else { return }
-        weak let connectivityMonitor = self
-        monitor.onChange = { _, answer in connectivityMonitor?.answerChanged(answer) }
-        monitor.startListening()
     }
 
     /// Stops listening and probing. After it returns no callback starts, and one running on
     /// another thread has finished; a probe under way is let finish and its result dropped.
     public func stopListening() {
-        state.withLock { state in
-            state.isListening = false
-            state.generation += 1
-            state.delivered = nil
+        lifecycle.withLock { _ in
+            state.withLock { state in
+                state.isListening = false
+                state.generation += 1
+                state.delivered = nil
+                state.told = nil
+            }
+            monitor.stopListening()
         }
-        monitor.stopListening()
-        if DispatchQueue.getSpecific(key: Self.callbackQueueKey) != ObjectIdentifier(self) { callbackQueue.sync {} }
+        if DispatchQueue.getSpecific(key: callbackQueueKey) == nil { callbackQueue.sync {} }
     }
 
     /// Every update as an asynchronous sequence: the latest one first, if any, then each change.
-    /// Starts listening if the monitor does not yet. The sequence ends when the iterating task
-    /// is cancelled, and after the update whose answer says
-    /// `UnreachableReason.monitoringEnded` (the namespace went away).
+    /// Starts listening if the monitor does not yet. The sequence keeps the monitor while it is
+    /// iterated. It ends when the iterating task is cancelled, and after the update whose
+    /// answer says `UnreachableReason.monitoringEnded` (the namespace went away).
     public func updates() -> AsyncStream<ConnectivityUpdate> {
         let (stream, continuation) = AsyncStream<ConnectivityUpdate>.makeStream()
-        let (id, latest) = state.withLock { state -> (Int, ConnectivityUpdate?) in
+        let id = state.withLock { state -> Int in
             defer { state.nextContinuation += 1 }
-            state.continuations[state.nextContinuation] = continuation
-            return (state.nextContinuation, state.delivered)
+            state.registering.insert(state.nextContinuation)
+            return state.nextContinuation
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
+        // A strong reference, released when the sequence ends.
+        continuation.onTermination = { _ in
+            self.state.withLock { state in
+                state.registering.remove(id)
+                state.continuations[id] = nil
+            }
         }
-        if let latest { continuation.yield(latest) }
+        // Registered on the callbacks' queue, in order with the deliveries: the sequence gets
+        // the last update told, then exactly the ones after it.
+        callbackQueue.async {
+            let latest = self.state.withLock { state -> ConnectivityUpdate?? in
+                guard state.registering.remove(id) != nil else { return .none }
+                state.continuations[id] = continuation
+                return .some(state.told)
+            }
+            guard case .some(let told) = latest, let told else { return }
+            continuation.yield(told)
+            if told.endsMonitoring { continuation.finish() }
+        }
         startListening()
         return stream
     }
@@ -198,14 +235,14 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
     private func run(_ update: ConnectivityUpdate) {
         let found = state.withLock { state -> (onChange: (@Sendable (ConnectivityUpdate) -> Void)?, [AsyncStream<ConnectivityUpdate>.Continuation])? in
             guard state.isListening, state.delivered == update else { return nil }
+            state.told = update
             return (state.onChange, Array(state.continuations.values))
         }
         guard let (onChange, continuations) = found else { return }
         onChange?(update)
-        let ended: Bool = if case .monitoringEnded = update.answer.reason { true } else { false }
         for continuation in continuations {
             continuation.yield(update)
-            if ended { continuation.finish() }
+            if update.endsMonitoring { continuation.finish() }
         }
     }
 }

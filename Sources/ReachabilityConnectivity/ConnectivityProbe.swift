@@ -30,6 +30,9 @@ public struct ConnectivityProbe: Sendable, Hashable {
     /// How often a monitor probes again while the answer stays the same; nil (the default)
     /// probes only when the answer changes, and the monitor has no timer.
     public var interval: Duration?
+    /// The address family to probe over (`CURLOPT_IPRESOLVE`), for a URL whose host has
+    /// addresses of both; nil (the default) takes either.
+    public var addressFamily: AddressFamily?
 
     /// The URL's host (without an IPv6 literal's brackets) and port, for pinning a resolved
     /// name (`CURLOPT_RESOLVE`).
@@ -45,11 +48,15 @@ public struct ConnectivityProbe: Sendable, Hashable {
     /// A probe of `url` (`http` or `https`).
     /// - Throws: ``ConnectivityError/invalidURL(_:reason:)`` for a URL libcurl does not parse
     ///   or of another scheme; ``ConnectivityError/invalidDuration(name:reason:)`` for a
-    ///   timeout or interval that is not positive; ``ConnectivityError/httpClientUnavailable(_:)``
+    ///   timeout or interval that is not positive; ``ConnectivityError/invalidExpectation(_:)``
+    ///   for an empty expected text; ``ConnectivityError/httpClientUnavailable(_:)``
     ///   when libcurl cannot be loaded.
     public init(url: String, expecting expectation: Expectation = .noContent, timeout: Duration = .seconds(5),
                 interval: Duration? = nil) throws(ConnectivityError) {
         guard timeout > .zero else { throw .invalidDuration(name: "probe timeout", reason: "must be more than 0 seconds") }
+        if case .bodyPrefix(let text) = expectation, text.isEmpty {
+            throw .invalidExpectation("the expected text is empty: every 2xx answer would count as online")
+        }
         if let interval, interval <= .zero { throw .invalidDuration(name: "probe interval", reason: "must be more than 0 seconds") }
         let parts = try ProbeURL(parsing: url, curl: try LibCurl.loaded())
         self.url = parts.url
@@ -72,6 +79,7 @@ public struct ConnectivityProbe: Sendable, Hashable {
         if hostAddress == nil {
             do {
                 pinned = try SystemHostResolver(namespace: namespace).resolveScopedBlocking(host).addresses
+                    .filter { address in addressFamily.map { address.family == $0 } ?? true }
             } catch {
                 return ConnectivityReport(connectivity: .limited, reason: "cannot resolve \(host): \(error)", interfaceName: interface)
             }
@@ -105,7 +113,7 @@ struct ProbeURL {
         guard let handle = curl.api.pointee.url() else { throw .httpClientUnavailable("curl_url: out of memory") }
         defer { curl.api.pointee.url_cleanup(handle) }
         let code = curl.api.pointee.url_set(handle, CURLUPART_URL, text, 0)
-        guard code == CURLUE_OK else { throw .invalidURL(text, reason: curl.api.pointee.url_strerror(code).map { String(cString: $0) } ?? "does not parse") }
+        guard code == CURLUE_OK else { throw .invalidURL(text, reason: curl.api.pointee.url_strerror?(code).map { String(cString: $0) } ?? "does not parse") }
         func part(_ which: CURLUPart, flags: Int32 = 0) -> String? {
             var value: UnsafeMutablePointer<CChar>?
             guard curl.api.pointee.url_get(handle, which, &value, UInt32(flags)) == CURLUE_OK, let value else { return nil }

@@ -20,8 +20,8 @@ package struct HTTPProbeRequest: Sendable {
                                interfaceName: interface, httpStatus: status)
         }
         let api = curl.api
-        guard let handle = api.pointee.easy_init() else { return report(.limited, "curl_easy_init failed") }
-        defer { api.pointee.easy_cleanup(handle) }
+        // The error buffer and the list of pinned addresses must outlive the handle
+        // (`curl_easy_cleanup` may still write an error): made first, freed last.
         let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorText.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         defer { errorText.deallocate() }
@@ -31,13 +31,20 @@ package struct HTTPProbeRequest: Sendable {
             let addresses = pinned.map { $0.family == .ipv6 ? "[\($0)]" : "\($0)" }.joined(separator: ",")
             resolve = api.pointee.slist_append(nil, "\(probe.host):\(probe.port):\(addresses)")
         }
+        guard let handle = api.pointee.easy_init() else { return report(.limited, "curl_easy_init failed") }
+        defer { api.pointee.easy_cleanup(handle) }
         func set(_ option: CURLoption, _ value: Int) { _ = ccurl_setopt_long(api, handle, option, value) }
         // libcurl copies string options (CURLOPT_URL and the like) when they are set.
         func set(_ option: CURLoption, _ value: String) { _ = value.withCString { ccurl_setopt_pointer(api, handle, option, $0) } }
         set(CURLOPT_URL, probe.url)
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_FOLLOWLOCATION, 0)
-        set(CURLOPT_TIMEOUT_MS, max(1, Int(probe.timeout / .milliseconds(1))))
+        set(CURLOPT_TIMEOUT_MS, Int(max(1, min(probe.timeout / .milliseconds(1), Double(Int32.max)))))
+        switch probe.addressFamily {
+        case .ipv4: set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
+        case .ipv6: set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V6))
+        case nil: break
+        }
         set(CURLOPT_PROTOCOLS_STR, "http,https")
         // Environment proxies (`http_proxy`) would send the probe elsewhere.
         set(CURLOPT_NOPROXY, "*")
@@ -51,19 +58,23 @@ package struct HTTPProbeRequest: Sendable {
             _ = ccurl_setopt_pointer(api, handle, CURLOPT_WRITEDATA, sink)
             return api.pointee.easy_perform(handle)
         }
-        let detail = errorText.pointee != 0 ? String(cString: errorText) : curl.text(of: code)
-        guard code == CURLE_OK || code == CURLE_WRITE_ERROR && sink.isFull else {
-            if code == CURLE_OPERATION_TIMEDOUT {
-                return report(.limited, "no answer within \(probe.timeout.secondsText) s: \(detail)")
-            }
-            return report(.limited, detail)
-        }
         var status = 0
         var location: UnsafeMutablePointer<CChar>?
         _ = ccurl_getinfo_long(api, handle, CURLINFO_RESPONSE_CODE, &status)
         _ = ccurl_getinfo_string(api, handle, CURLINFO_REDIRECT_URL, &location)
         let (connectivity, reason, portal) = Self.judge(status: status, body: sink.bytes, expectation: probe.expectation,
                                                         location: location.map { String(cString: $0) })
+        guard code == CURLE_OK || code == CURLE_WRITE_ERROR && sink.isFull else {
+            let detail = errorText.pointee != 0 ? String(cString: errorText) : curl.text(of: code)
+            // An answer cut short still tells of a portal; it never tells "online".
+            if status > 0, connectivity == .portal {
+                return report(.portal, "\(reason ?? "HTTP \(status)"), then \(detail)", location: portal, status: status)
+            }
+            if code == CURLE_OPERATION_TIMEDOUT {
+                return report(.limited, "no answer within \(probe.timeout.secondsText) s: \(detail)", status: status > 0 ? status : nil)
+            }
+            return report(.limited, detail, status: status > 0 ? status : nil)
+        }
         return report(connectivity, reason, location: portal, status: status)
     }
 

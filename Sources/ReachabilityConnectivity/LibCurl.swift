@@ -16,19 +16,21 @@ struct LibCurl: @unchecked Sendable {
     private static func load() -> Result<LibCurl, ConnectivityError> {
         var failures: [String] = []
         for name in libraryNames {
-            let api = UnsafeMutablePointer<ccurl_api>.allocate(capacity: 1)
-            api.initialize(to: ccurl_api())
+            var api = ccurl_api()
             var failure: UnsafePointer<CChar>?
-            if ccurl_load(name, api, &failure) == 0 {
-                // Not thread-safe, and needed once: done here, inside the one-time initializer.
-                let code = api.pointee.global_init(Int(CURL_GLOBAL_DEFAULT))
-                guard code == CURLE_OK else {
-                    return .failure(.httpClientUnavailable("curl_global_init failed: CURLcode \(code.rawValue)"))
-                }
-                return .success(LibCurl(api: UnsafePointer(api)))
+            guard ccurl_load(name, &api, &failure) == 0 else {
+                failures.append(failure.map { String(cString: $0) } ?? name)
+                continue
             }
-            api.deallocate()
-            failures.append(failure.map { String(cString: $0) } ?? name)
+            // Not thread-safe, and needed once: done here, inside the one-time initializer.
+            let code = api.global_init(Int(CURL_GLOBAL_DEFAULT))
+            guard code == CURLE_OK else {
+                failures.append("\(name): curl_global_init failed (CURLcode \(code.rawValue))")
+                continue
+            }
+            let kept = UnsafeMutablePointer<ccurl_api>.allocate(capacity: 1)
+            kept.initialize(to: api)
+            return .success(LibCurl(api: UnsafePointer(kept)))
         }
         return .failure(.httpClientUnavailable(failures.joined(separator: "; ") + " (install libcurl4)"))
     }

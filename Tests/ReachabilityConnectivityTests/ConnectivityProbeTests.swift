@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import LinuxReachability
 import Netlink
@@ -112,5 +113,57 @@ struct PathConnectivityTests {
         try network.client.ip("route", "del", "default")
         let second = await updates.next()
         #expect(second?.path.status == .unsatisfied && second?.connectivity == Connectivity.none, "\(String(describing: second))")
+    }
+}
+
+@Suite("Connectivity monitors' lifetimes", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct ConnectivityMonitorLifetimeTests {
+    /// Two monitors on one queue: one that stops itself from its own callback neither waits for
+    /// that queue nor disturbs the other.
+    @Test func aMonitorStopsItselfOnAQueueItShares() throws {
+        let network = try ProbeNetwork("lprobeshare")
+        defer { network.stop() }
+        let probe = try ConnectivityProbe(url: network.url(), timeout: .seconds(2))
+        let queue = DispatchQueue(label: "shared")
+        let first = try ConnectivityMonitor(namespace: .named(network.client.name), probe: probe, queue: queue)
+        let second = try ConnectivityMonitor(target: .address(IPAddress("10.77.0.1")!), namespace: .named(network.client.name),
+                                             probe: probe, queue: queue)
+        let seen = Locked<[String]>([])
+        first.onChange = { [weak first] update in
+            seen.withLock { $0.append("first \(update.connectivity)") }
+            first?.stopListening()
+        }
+        second.onChange = { update in seen.withLock { $0.append("second \(update.connectivity)") } }
+        first.startListening()
+        second.startListening()
+        defer { second.stopListening() }
+        #expect(eventually { seen.withLock { Set($0) } == ["first full", "second full"] })
+        #expect(first.latest == nil, "stopped: no latest update")
+        #expect(second.latest?.connectivity == .full)
+    }
+
+    /// A sequence keeps its monitor: iterated on a monitor nobody else holds, it gets the first
+    /// update; a sequence made after the namespace went away ends after the last update.
+    @Test func aSequenceKeepsItsMonitorAndEndsWithIt() async throws {
+        let network = try ProbeNetwork("lprobeseq")
+        defer { network.stop() }
+        let probe = try ConnectivityProbe(url: network.url(), timeout: .seconds(2))
+        var updates = try ConnectivityMonitor(namespace: .named(network.client.name), probe: probe).updates().makeAsyncIterator()
+        #expect(await updates.next()?.connectivity == .full)
+
+        let monitor = try ConnectivityMonitor(namespace: .named(network.client.name), probe: probe)
+        var all = monitor.updates().makeAsyncIterator()
+        #expect(await all.next()?.connectivity == .full)
+        network.client.delete()
+        #expect(await all.next()?.connectivity == Connectivity.none)
+        #expect(await all.next() == nil)
+        var late = monitor.updates().makeAsyncIterator()
+        let last = await late.next()
+        #expect(last?.connectivity == Connectivity.none && last?.answer.isReachable == false, "\(String(describing: last))")
+        #expect(await late.next() == nil, "a sequence made after the end ends too")
+    }
+
+    @Test func anEmptyExpectedTextIsRefused() {
+        #expect(throws: ConnectivityError.self) { try ConnectivityProbe(url: "http://192.0.2.1/", expecting: .bodyPrefix("")) }
     }
 }

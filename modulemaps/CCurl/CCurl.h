@@ -29,12 +29,13 @@ typedef struct ccurl_api {
 } ccurl_api;
 
 /// Opens `library` (such as "libcurl.so.4") and fills `api`; 0 on success, else -1 with
-/// `dlerror()`'s text in `*failure`. The library stays loaded for the life of the process.
+/// `dlerror()`'s text in `*failure` and the library closed again. On success it stays loaded
+/// for the life of the process. `url_strerror` (libcurl 7.80) may be NULL.
 static inline int ccurl_load(const char *library, ccurl_api *api, const char **failure) {
     void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) { *failure = dlerror(); return -1; }
 #define CCURL_FIND(field, symbol) \
-    if ((*(void **)&api->field = dlsym(handle, symbol)) == NULL) { *failure = dlerror(); return -1; }
+    if ((*(void **)&api->field = dlsym(handle, symbol)) == NULL) { *failure = dlerror(); dlclose(handle); return -1; }
     CCURL_FIND(global_init, "curl_global_init")
     CCURL_FIND(easy_init, "curl_easy_init")
     CCURL_FIND(easy_cleanup, "curl_easy_cleanup")
@@ -48,9 +49,9 @@ static inline int ccurl_load(const char *library, ccurl_api *api, const char **f
     CCURL_FIND(url_cleanup, "curl_url_cleanup")
     CCURL_FIND(url_set, "curl_url_set")
     CCURL_FIND(url_get, "curl_url_get")
-    CCURL_FIND(url_strerror, "curl_url_strerror")
     CCURL_FIND(free, "curl_free")
 #undef CCURL_FIND
+    *(void **)&api->url_strerror = dlsym(handle, "curl_url_strerror");
     return 0;
 }
 
