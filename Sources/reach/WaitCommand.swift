@@ -82,15 +82,13 @@ struct WaitCommand: ParsableCommand {
         } else if !families.isEmpty {
             conditions.append { conditions in try Self.watchDefaultRoutes(families, in: namespace, queue: queue, conditions: conditions) }
         }
+        var probe: ConnectivityProbe?
         if let level = connectivity {
-            let probe = try probeOptions.probe(interval: probeInterval)
-            conditions.append { conditions in
-                let index = conditions.add()
-                let monitor = try ConnectivityMonitor(target: parsed, namespace: namespace, probe: probe, queue: queue)
-                monitor.onChange = { update in conditions.set(index, update.connectivity >= level, answer: update.answer) }
-                monitor.startListening()
-                return monitor
-            }
+            var asked = try probeOptions.probe(interval: probeInterval)
+            if families.count == 1 { asked.addressFamily = families.first }
+            probe = asked
+            conditions.append { conditions in try Self.watchConnectivity(of: parsed, at: level, probe: asked, in: namespace,
+                                                                        queue: queue, conditions: conditions) }
         } else if !byLinks, families.isEmpty {
             conditions.append { conditions in
                 let index = conditions.add()
@@ -104,15 +102,18 @@ struct WaitCommand: ParsableCommand {
         let waiting = WaitConditions(outcome: outcome, count: conditions.count)
         let kept = try conditions.map { try $0(waiting) }
         Self.keepAlive.withLock { $0 = kept }
-        // Every condition is looked at once (`--timeout 0` asks "up now?"); then a futex wait
-        // until the deadline: no polling.
-        waiting.waitForFirstReports()
+        // Every condition is looked at once (`--timeout 0` asks "up now?", and then gives a
+        // probe its own timeout); then a futex wait until the deadline: no polling.
+        let firstLook = probe.map { timeout == 0 ? Self.deadline(after: Double($0.timeout.components.seconds) + 1) : deadline }
+            ?? .distantFuture
+        waiting.waitForFirstReports(until: firstLook)
         let finished = outcome.wait(timeout: deadline)
         for object in kept {
             (object as? ReachabilityMonitor)?.stopListening()
             (object as? ConnectivityMonitor)?.stopListening()
             (object as? NetlinkObservation)?.cancel()
             (object as? NetworkPathMonitor)?.cancel()
+            (object as? ConnectivityWatch)?.stop()
         }
         switch finished {
         case .timedOut: throw ExitCode(1)
@@ -121,6 +122,29 @@ struct WaitCommand: ParsableCommand {
             throw ExitCode(2)
         case .reached: return
         }
+    }
+
+    /// Watches the connectivity behind the answer for `target`. A new reachable answer makes the
+    /// condition false until its own probe has reported: the last probe was through another
+    /// link, or of another route.
+    private static func watchConnectivity(of target: ReachabilityTarget, at level: Connectivity, probe: ConnectivityProbe,
+                                          in namespace: NetworkNamespace, queue: DispatchQueue,
+                                          conditions: WaitConditions) throws -> AnyObject {
+        let index = conditions.add()
+        let monitor = try ConnectivityMonitor(target: target, namespace: namespace, probe: probe, queue: queue)
+        let answers = try ReachabilityMonitor(target: target, namespace: namespace, queue: queue)
+        // Both closures run on `queue`, one at a time.
+        let probed = Locked<ReachabilityAnswer?>(nil)
+        monitor.onChange = { update in
+            probed.withLock { $0 = update.answer }
+            conditions.set(index, update.connectivity >= level, answer: update.answer)
+        }
+        answers.onChange = { _, answer in
+            if probed.withLock({ $0 != answer }), conditions.isReported(index) { conditions.set(index, false) }
+        }
+        answers.startListening()
+        monitor.startListening()
+        return ConnectivityWatch(monitor: monitor, answers: answers)
     }
 
     /// Watches the links of the namespace for `readiness`.
@@ -144,6 +168,20 @@ struct WaitCommand: ParsableCommand {
         if let error = monitor.error { throw error }
         monitor.start(queue: queue)
         return monitor
+    }
+
+    /// A connectivity monitor and the monitor of the answers it probes for.
+    private final class ConnectivityWatch: Sendable {
+        let monitor: ConnectivityMonitor
+        let answers: ReachabilityMonitor
+        init(monitor: ConnectivityMonitor, answers: ReachabilityMonitor) {
+            self.monitor = monitor
+            self.answers = answers
+        }
+        func stop() {
+            monitor.stopListening()
+            answers.stopListening()
+        }
     }
 
     /// The moment `seconds` from now, rounded up to the nanosecond; a timeout past what the

@@ -47,10 +47,13 @@ final class WaitConditions: Sendable {
         for _ in 0..<count { firstReports.signal() }
     }
 
+    /// Whether condition `index` was reported.
+    func isReported(_ index: Int) -> Bool { met.withLock { $0[index] != nil } }
+
     /// Waits until every condition was reported once (each monitor reports at once when it
-    /// starts), or until one ended the wait.
-    func waitForFirstReports() {
-        for _ in 0..<count { firstReports.wait() }
+    /// starts, a probe once it is done), until one ended the wait, or until `deadline`.
+    func waitForFirstReports(until deadline: DispatchTime) {
+        for _ in 0..<count where firstReports.wait(timeout: deadline) == .timedOut { return }
     }
 }
 
