@@ -167,3 +167,40 @@ struct ConnectivityMonitorLifetimeTests {
         #expect(throws: ConnectivityError.self) { try ConnectivityProbe(url: "http://192.0.2.1/", expecting: .bodyPrefix("")) }
     }
 }
+
+/// The snippets of the Getting Started article, run against a test's own probe server.
+@Suite("Connectivity documentation snippets", .enabled(if: namespacesAvailable, "needs root and iproute2"))
+struct ConnectivityDocumentationSnippetTests {
+    @Test func gettingStarted() async throws {
+        let network = try ProbeNetwork("lprobedoc")
+        defer { network.stop() }
+        let namespace = try NetworkNamespace.named(network.client.name)
+        let android = try ConnectivityProbe(url: network.url())
+        let networkManager = try ConnectivityProbe(url: network.url("/check_network_status.txt"),
+                                                   expecting: .bodyPrefix("NetworkManager is online"),
+                                                   timeout: .seconds(3))
+        #expect(networkManager.check(through: "c0", in: namespace).connectivity == .portal, "a 204 has no body")
+
+        let (answer, _) = try await ReachabilityProbe(namespace: namespace).answer(for: .internet)
+        let report = android.check(answer, in: namespace)
+        switch report.connectivity {
+        case .full: print("online through", report.interfaceName ?? "?")
+        case .portal: print("captive portal:", report.portalLocation ?? report.reason ?? "")
+        case .limited: print("no answer:", report.reason ?? "")
+        case .none: print("no route")
+        }
+        #expect(report.connectivity == .full)
+
+        var probe = android
+        probe.interval = .seconds(60)
+        let monitor = try ConnectivityMonitor(target: .internet, namespace: namespace, probe: probe)
+        let told = Locked<[ConnectivityUpdate]>([])
+        monitor.onChange = { update in
+            print(update.connectivity, update.answer.interface?.name ?? "-")
+            told.withLock { $0.append(update) }
+        }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { told.withLock { $0.first?.connectivity == .full } })
+    }
+}
