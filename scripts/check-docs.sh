@@ -10,8 +10,11 @@ trap 'rm -rf "$graphs" "$output"' EXIT
 for target in ReachabilityCompat ReachabilityConnectivity; do
     swift build --target "$target" -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
 done
+# The service's module has its content with its trait only.
+swift build --traits CommandLineTool,ServiceLifecycle --target ReachabilityService \
+    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" >/dev/null
 status=0
-for module in Netlink LinuxReachability ReachabilityCompat ReachabilityConnectivity; do
+for module in Netlink LinuxReachability ReachabilityCompat ReachabilityConnectivity ReachabilityService; do
     # Each catalog with its own module's graphs only: a module's graph also holds the types it
     # re-exports, which are another catalog's.
     mkdir -p "$graphs/$module"
@@ -27,7 +30,7 @@ for module in Netlink LinuxReachability ReachabilityCompat ReachabilityConnectiv
         status=1
     fi
 done
-[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink, LinuxReachability, ReachabilityCompat and ReachabilityConnectivity"
+[ "$status" -eq 0 ] && echo "DocC: no warnings in Netlink, LinuxReachability, ReachabilityCompat, ReachabilityConnectivity and ReachabilityService"
 
 # README.md's Swift examples, each on its own with only its own imports, type-checked against the
 # modules just built (the article snippets are compiled by DocumentationSnippetTests); the

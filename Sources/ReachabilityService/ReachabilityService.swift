@@ -3,7 +3,7 @@ import LinuxReachability
 import Logging
 import ServiceLifecycle
 
-/// A ``LinuxReachability/ReachabilityMonitor``'s answers as a swift-service-lifecycle `Service`:
+/// A `ReachabilityMonitor`'s answers as a swift-service-lifecycle `Service`:
 /// `run()` hands each answer to a handler (the current one first, then every change) and
 /// returns on graceful shutdown or cancellation, letting go of the monitor and, with the last
 /// user, the namespace's subscription.
@@ -34,7 +34,7 @@ public struct ReachabilityService: Service {
     }
 
     /// Follows the target until graceful shutdown or cancellation.
-    /// - Throws: ``LinuxReachability/ReachabilityError/netlink(_:)`` when the namespace cannot
+    /// - Throws: `ReachabilityError.netlink` when the namespace cannot
     ///   be watched.
     public func run() async throws {
         let monitor = try ReachabilityMonitor(target: target, namespace: namespace, logger: logger)

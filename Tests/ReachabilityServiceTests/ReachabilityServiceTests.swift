@@ -1,5 +1,6 @@
 #if ServiceLifecycle
 import LinuxReachability
+import Logging
 import ReachabilityService
 import ServiceLifecycle
 import ServiceLifecycleTestKit
@@ -23,6 +24,27 @@ struct ReachabilityServiceTests {
             }
         }
         #expect(answers.withLock { $0.first?.isReachable } == true, "the loopback address is reachable")
+    }
+
+    /// The Getting Started article's service group (with the loopback address): the group runs
+    /// the service, which reports, and ends it on graceful shutdown.
+    @Test(.timeLimit(.minutes(1))) func gettingStartedsGroupRunsAndEnds() async throws {
+        let logger = Logger(label: "gateway-watch")
+        let told = Mutex<[ReachabilityAnswer]>([])
+        let gateway = ReachabilityService(target: .address(IPAddress("127.0.0.1")!), logger: logger) { answer in
+            logger.info("gateway \(answer.isReachable ? "reachable" : "not reachable")", metadata: [
+                "interface": "\(answer.interface?.name ?? "-")",
+            ])
+            told.withLock { $0.append(answer) }
+        }
+        let group = ServiceGroup(services: [gateway], gracefulShutdownSignals: [.sigterm], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            while told.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        #expect(told.withLock { $0.first?.interface?.name } == "lo")
     }
 }
 #endif
