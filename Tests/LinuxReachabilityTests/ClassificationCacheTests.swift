@@ -95,6 +95,8 @@ struct ClassificationCacheTests {
             return state
         }
         let everything = LinkClassificationCache(source: .tree(root: tree.root)).classifications(of: links)
+        #expect(LinkClassificationCache(source: .tree(root: tree.root)).classificationsOnce(of: links) == everything,
+                "a classification made once and not kept gives the same answers")
         // The bridge: it and its port are read, nothing else.
         let bridge = cache.classifications(ofLinksIn: state(links, revision: 1), needed: [3])
         #expect(bridge[3] == everything[3] && bridge[3]?.type == .wifi)
@@ -339,6 +341,7 @@ struct ClassificationCacheTests {
             return links.map { LinkFacts(link: $0, sysfs: reader.facts(forLinkNamed: $0.name)) }
         }
         #expect(LinkClassifier.classify(facts) == answers)
+        #expect(LinkClassificationCache(source: .live(try .named(ns.name))).classificationsOnce(of: links) == answers)
         for name in ["va", "vb", "br0"] {
             let index = try ns.index(of: name)
             #expect(answers[index]?.type == .other && answers[index]?.isVirtual == true, "\(name)")

@@ -274,6 +274,15 @@ public final class LinkClassificationCache: Sendable {
         return LinkClassifier.classify(facts, policy: policy).filter { closure[$0.key] != nil }
     }
 
+    /// The classification of every link in `links`, read and classified once and not kept:
+    /// for a caller that asks once (`reach links`), which the cache's bookkeeping would only
+    /// slow down. The answers are those of ``classifications(of:)``.
+    package func classificationsOnce(of links: [Link]) -> [Int32: LinkClassification] {
+        let read = readSysfs(of: links)
+        state.withLock { $0.lastSysfsError = read.error }
+        return LinkClassifier.classify(links.map { LinkFacts(link: $0, sysfs: read.facts[$0.index] ?? .absent) }, policy: policy)
+    }
+
     /// The classification of one link among `links` (its namespace's links, which stacked
     /// links are resolved against), or `nil` if it is not among them.
     public func classification(of link: Link, among links: some Collection<Link>) -> LinkClassification? {
