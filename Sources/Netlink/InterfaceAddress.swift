@@ -41,6 +41,12 @@ public struct InterfaceAddress: Sendable, Hashable, CustomStringConvertible {
     /// The family of the address.
     public var family: AddressFamily { address.family }
 
+    /// Whether this is a global IPv6 address that duplicate address detection let through (not
+    /// tentative, not failed): one the kernel may choose as a source.
+    package var isSettledGlobalIPv6: Bool {
+        family == .ipv6 && scope == .universe && flags.isDisjoint(with: [.tentative, .dadFailed])
+    }
+
     /// The address and prefix length, as `ip addr` prints them: `10.0.0.2/24`.
     public var cidr: String { "\(address)/\(prefixLength)" }
 

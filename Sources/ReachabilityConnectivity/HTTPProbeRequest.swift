@@ -71,7 +71,7 @@ package struct HTTPProbeRequest: Sendable {
                 return report(.portal, "\(reason ?? "HTTP \(status)"), then \(detail)", location: portal, status: status)
             }
             if code == CURLE_OPERATION_TIMEDOUT {
-                return report(.limited, "no answer within \(probe.timeout.secondsText) s: \(detail)", status: status > 0 ? status : nil)
+                return report(.limited, "no answer within \(probe.timeout.secondsDescription): \(detail)", status: status > 0 ? status : nil)
             }
             return report(.limited, detail, status: status > 0 ? status : nil)
         }
@@ -127,14 +127,5 @@ struct BodyPrefix {
         guard sink.pointee.bytes.count >= sink.pointee.limit else { return total }
         sink.pointee.isFull = true
         return 0
-    }
-}
-
-extension Duration {
-    /// Seconds, as `2` or `0.5`.
-    var secondsText: String {
-        let (seconds, attoseconds) = components
-        guard attoseconds != 0 else { return String(seconds) }
-        return String(Double(seconds) + Double(attoseconds) / 1e18)
     }
 }

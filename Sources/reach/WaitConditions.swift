@@ -70,15 +70,11 @@ struct LinkReadiness: Sendable {
 
     /// Whether `state` has the links usable.
     func isMet(by state: NetworkState) -> Bool {
-        let usable = { (link: Link) in Self.isUsable(link, addresses: state.addresses.values.filter { $0.linkIndex == link.index },
-                                                      families: families) }
+        let usable = { (link: Link) in Self.isUsable(link, addresses: state.addresses(ofLink: link.index), families: families) }
         if names.isEmpty {
             return state.links.values.contains { !$0.flags.contains(.loopback) && usable($0) }
         }
-        let found = names.map { name in
-            state.links.values.first { $0.name == name } ?? state.links.values.first { $0.alternativeNames.contains(name) }
-        }
-        let results = found.map { $0.map(usable) ?? false }
+        let results = names.map { name in state.link(named: name).map(usable) ?? false }
         return requiresAll ? results.allSatisfy { $0 } : results.contains(true)
     }
 
@@ -92,7 +88,7 @@ struct LinkReadiness: Sendable {
             case .ipv4:
                 return address.scope != .host ? .ipv4 : nil
             case .ipv6:
-                return address.scope == .universe && address.flags.isDisjoint(with: [.tentative, .dadFailed]) ? .ipv6 : nil
+                return address.isSettledGlobalIPv6 ? .ipv6 : nil
             }
         })
         return families.isEmpty ? !usableFamilies.isEmpty : families.isSubset(of: usableFamilies)

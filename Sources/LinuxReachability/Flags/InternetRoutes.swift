@@ -278,9 +278,7 @@ extension ReachabilityEvaluator {
     /// (not unique-local fc00::/7, 6to4 2002::/16 or Teredo 2001::/32), in link order.
     static func ipv6Source(in state: NetworkState) -> IPAddress? {
         let usable = state.sortedLinks.flatMap { link in
-            state.addresses(ofLink: link.index).filter {
-                $0.family == .ipv6 && $0.scope == .universe && $0.flags.isDisjoint(with: [.tentative, .dadFailed])
-            }
+            state.addresses(ofLink: link.index).filter { $0.isSettledGlobalIPv6 }
         }
         let otherLabels = ["fc00::/7", "2002::/16", "2001::/32"].compactMap(IPNetwork.init)
         func rank(_ address: InterfaceAddress) -> Int {

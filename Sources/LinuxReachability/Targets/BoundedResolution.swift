@@ -119,7 +119,7 @@ extension Result {
 
 extension Duration {
     /// Such as `15 s` or `0.25 s`.
-    var secondsDescription: String {
+    package var secondsDescription: String {
         let (seconds, attoseconds) = components
         let milliseconds = attoseconds / 1_000_000_000_000_000
         return milliseconds == 0 ? "\(seconds) s" : "\(Double(seconds) + Double(milliseconds) / 1000) s"
