@@ -57,8 +57,8 @@ struct CheckRequest {
     /// The connectivity probe to make behind a reachable answer, when asked for.
     var connectivity: ConnectivityProbe?
 
-    /// The parsed target, the probe that answers it and the namespace.
-    typealias Prepared = (target: ReachabilityTarget, probe: ReachabilityProbe, namespace: NetworkNamespace)
+    /// The parsed target and the probe that answers it.
+    typealias Prepared = (target: ReachabilityTarget, probe: ReachabilityProbe)
 
     /// Asks once, prints the answer; throws `ExitCode(1)` when the target is not reachable.
     func run() async throws {
@@ -72,20 +72,20 @@ struct CheckRequest {
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let namespace = try NamespaceOption.namespace(netns)
         let sysfs = SysfsOption.source(root: sysfsRoot, namespace: namespace)
-        return (parsed, try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system()), namespace)
+        return (parsed, try ReachabilityProbe(namespace: namespace, sysfs: sysfs, policy: try ConstrainedLinkPolicy.system()))
     }
 
     /// Answers on the calling thread, without a task or a queue, when the target is not a host
     /// name; false (nothing done) for a host name, which ``answerResolving(_:)`` answers.
     func answerWithoutResolving(_ prepared: Prepared) throws -> Bool {
         guard let answered = try prepared.probe.answerWithoutResolving(for: prepared.target) else { return false }
-        try show(answered, in: prepared.namespace)
+        try show(answered, in: prepared.probe.namespace)
         return true
     }
 
     /// Resolves the host name and answers.
     func answerResolving(_ prepared: Prepared) async throws {
-        try show(try await prepared.probe.answer(for: prepared.target), in: prepared.namespace)
+        try show(try await prepared.probe.answer(for: prepared.target), in: prepared.probe.namespace)
     }
 
     private func show(_ answered: (answer: ReachabilityAnswer, addresses: [IPAddress]), in namespace: NetworkNamespace) throws {

@@ -60,20 +60,18 @@ struct WaitCommand: ParsableCommand {
         if (ipv4 || ipv6), interfaces.isEmpty, !any, target != nil {
             throw ValidationError("-4 and -6 apply to the internet's default routes or to links, not to a TARGET")
         }
-        for name in interfaces where name.isEmpty || name.utf8.count > 127 || name.contains("/") || name.contains(where: \.isWhitespace) {
+        for name in interfaces where name.isEmpty || name.utf8.count > Link.longestAlternativeName || name.contains("/") || name.contains(where: \.isWhitespace) {
             throw ValidationError("--interface \(displayed(name)) is not a link name")
         }
     }
-
-    /// The monitors and observations that feed the conditions, kept while the wait lasts.
-    private static let keepAlive = Locked<[AnyObject]>([])
 
     func run() throws {
         let namespace = try namespaceOption.namespace()
         let parsed = try target.map { text throws(ReachabilityError) in try ReachabilityTarget(parsing: text) } ?? .internet
         let outcome = EndOfMonitoring()
         let queue = DispatchQueue(label: "reach wait")
-        var conditions: [(WaitConditions) throws -> AnyObject] = []
+        // Each condition starts what feeds it and returns how to stop that (which keeps it).
+        var conditions: [(WaitConditions) throws -> @Sendable () -> Void] = []
         let families = Set((ipv4 ? [AddressFamily.ipv4] : []) + (ipv6 ? [AddressFamily.ipv6] : []))
         let byLinks = !interfaces.isEmpty || any
         if byLinks {
@@ -95,26 +93,19 @@ struct WaitCommand: ParsableCommand {
                 let monitor = try ReachabilityMonitor(target: parsed, namespace: namespace, queue: queue)
                 monitor.onChange = { _, answer in conditions.set(index, answer.isReachable, answer: answer) }
                 monitor.startListening()
-                return monitor
+                return monitor.stopListening
             }
         }
         let deadline = timeout.map(Self.deadline(after:)) ?? .distantFuture
         let waiting = WaitConditions(outcome: outcome, count: conditions.count)
-        let kept = try conditions.map { try $0(waiting) }
-        Self.keepAlive.withLock { $0 = kept }
+        let stops = try conditions.map { try $0(waiting) }
         // Every condition is looked at once (`--timeout 0` asks "up now?", and then gives a
         // probe its own timeout); then a futex wait until the deadline: no polling.
         let firstLook = probe.map { timeout == 0 ? Self.deadline(after: Double($0.timeout.components.seconds) + 1) : deadline }
             ?? .distantFuture
         waiting.waitForFirstReports(until: firstLook)
         let finished = outcome.wait(timeout: deadline)
-        for object in kept {
-            (object as? ReachabilityMonitor)?.stopListening()
-            (object as? ConnectivityMonitor)?.stopListening()
-            (object as? NetlinkObservation)?.cancel()
-            (object as? NetworkPathMonitor)?.cancel()
-            (object as? ConnectivityWatch)?.stop()
-        }
+        for stop in stops { stop() }
         switch finished {
         case .timedOut: throw ExitCode(1)
         case .ended(let error):
@@ -129,7 +120,7 @@ struct WaitCommand: ParsableCommand {
     /// link, or of another route.
     private static func watchConnectivity(of target: ReachabilityTarget, at level: Connectivity, probe: ConnectivityProbe,
                                           in namespace: NetworkNamespace, queue: DispatchQueue,
-                                          conditions: WaitConditions) throws -> AnyObject {
+                                          conditions: WaitConditions) throws -> @Sendable () -> Void {
         let index = conditions.add()
         let monitor = try ConnectivityMonitor(target: target, namespace: namespace, probe: probe, queue: queue)
         let answers = try ReachabilityMonitor(target: target, namespace: namespace, queue: queue)
@@ -144,22 +135,26 @@ struct WaitCommand: ParsableCommand {
         }
         answers.startListening()
         monitor.startListening()
-        return ConnectivityWatch(monitor: monitor, answers: answers)
+        return {
+            monitor.stopListening()
+            answers.stopListening()
+        }
     }
 
     /// Watches the links of the namespace for `readiness`.
     private static func watchLinks(_ readiness: LinkReadiness, in namespace: NetworkNamespace, queue: DispatchQueue,
-                                   conditions: WaitConditions) throws -> AnyObject {
+                                   conditions: WaitConditions) throws -> @Sendable () -> Void {
         let index = conditions.add()
         let subscription = try NetlinkSubscription(namespace: namespace)
-        return subscription.observe(on: queue, onTermination: { conditions.end($0) }) { _ in
+        let observation = subscription.observe(on: queue, onTermination: { conditions.end($0) }) { _ in
             conditions.set(index, readiness.isMet(by: subscription.state))
         }
+        return observation.cancel
     }
 
     /// Watches the namespace's path for usable default routes of `families`.
     private static func watchDefaultRoutes(_ families: Set<AddressFamily>, in namespace: NetworkNamespace, queue: DispatchQueue,
-                                           conditions: WaitConditions) throws -> AnyObject {
+                                           conditions: WaitConditions) throws -> @Sendable () -> Void {
         let index = conditions.add()
         let monitor = NetworkPathMonitor(namespace: namespace)
         monitor.pathUpdateHandler = { path in
@@ -167,21 +162,7 @@ struct WaitCommand: ParsableCommand {
         }
         if let error = monitor.error { throw error }
         monitor.start(queue: queue)
-        return monitor
-    }
-
-    /// A connectivity monitor and the monitor of the answers it probes for.
-    private final class ConnectivityWatch: Sendable {
-        let monitor: ConnectivityMonitor
-        let answers: ReachabilityMonitor
-        init(monitor: ConnectivityMonitor, answers: ReachabilityMonitor) {
-            self.monitor = monitor
-            self.answers = answers
-        }
-        func stop() {
-            monitor.stopListening()
-            answers.stopListening()
-        }
+        return monitor.cancel
     }
 
     /// The moment `seconds` from now, rounded up to the nanosecond; a timeout past what the

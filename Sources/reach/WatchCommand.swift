@@ -65,14 +65,13 @@ struct WatchCommand: ParsableCommand {
         // One line buffer for every target's lines, kept from line to line (the callbacks run
         // one at a time, on that queue; the lock is uncontended).
         let lineBuffer = Locked(ByteBuffer())
-        let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
+        let monitors = try Self.labelled(parsed)
             .map { text, target throws(ReachabilityError) -> ReachabilityMonitor in
                 let monitor = try ReachabilityMonitor(target: target, namespace: namespace, queue: queue)
                 let json = self.json
                 monitor.onChange = { _, answer in
                     if json {
-                        guard case .object(let fields) = answer.json(target: text, addresses: answer.addresses) else { return }
-                        Output.line(JSON.object(fields + [("time", .string(iso8601Now()))]).serialized)
+                        Self.printTimestamped(answer.json(target: text, addresses: answer.addresses))
                     } else {
                         lineBuffer.withLock { buffer in
                             buffer.removeAll()
@@ -90,15 +89,8 @@ struct WatchCommand: ParsableCommand {
             }
         Self.keepAlive.withLock { $0 = (subscription, monitors, []) }
         for monitor in monitors { monitor.startListening() }
-        Output.exitWhenTheReaderGoes()
-        // Runs until interrupted or until the namespace goes away; the monitors print from
-        // their queue. The main thread sleeps in a futex with no timeout: nothing in the
-        // process wakes while nothing changes.
-        let outcome = ended.wait(timeout: .distantFuture)
         // The last answers of the other targets came in the same delivery: let them print.
-        for monitor in monitors { monitor.callbackQueue.sync {} }
-        if case .ended(let error) = outcome { Output.error(error.description) }
-        throw ExitCode(2)
+        try Self.printUntilTheEnd(ended) { for monitor in monitors { monitor.callbackQueue.sync {} } }
     }
 
     /// Prints each target's answer with its connectivity, as `check --connectivity` does, then
@@ -109,15 +101,13 @@ struct WatchCommand: ParsableCommand {
         // One queue for every target's lines: they come out whole and in order.
         let queue = DispatchQueue(label: "reach watch")
         let json = self.json
-        let monitors = try (parsed.isEmpty ? [(nil, ReachabilityTarget.internet)] : parsed.map { ($0.0 as String?, $0.1) })
+        let monitors = try Self.labelled(parsed)
             .map { text, target throws(ReachabilityError) -> ConnectivityMonitor in
                 let monitor = try ConnectivityMonitor(target: target, namespace: namespace, probe: probe, queue: queue)
                 monitor.onChange = { update in
                     let answer = update.answer
                     if json {
-                        guard case .object(let fields) = answer.json(target: text, addresses: answer.addresses,
-                                                                     connectivity: update.report) else { return }
-                        Output.line(JSON.object(fields + [("time", .string(iso8601Now()))]).serialized)
+                        Self.printTimestamped(answer.json(target: text, addresses: answer.addresses, connectivity: update.report))
                     } else {
                         Output.line(iso8601Now() + "  " + answer.humanLine(target: text ?? "internet") + "  " + update.report.humanText)
                     }
@@ -128,9 +118,29 @@ struct WatchCommand: ParsableCommand {
             }
         Self.keepAlive.withLock { $0 = (subscription, [], monitors) }
         for monitor in monitors { monitor.startListening() }
+        try Self.printUntilTheEnd(ended) { queue.sync {} }
+    }
+
+    /// The targets with the text each was given as (nil for the internet, watched when none
+    /// is given).
+    private static func labelled(_ parsed: [(String, ReachabilityTarget)]) -> [(String?, ReachabilityTarget)] {
+        parsed.isEmpty ? [(nil, .internet)] : parsed.map { ($0.0, $0.1) }
+    }
+
+    /// Prints a `check` object with `"time"` added, as one line.
+    private static func printTimestamped(_ object: JSON) {
+        guard case .object(let fields) = object else { return }
+        Output.line(JSON.object(fields + [("time", .string(iso8601Now()))]).serialized)
+    }
+
+    /// Waits, while the monitors print from their queues, until the namespace goes away or the
+    /// process is interrupted; then lets the last lines out (`drain`) and exits 2. The main
+    /// thread sleeps in a futex with no timeout: nothing in the process wakes while nothing
+    /// changes.
+    private static func printUntilTheEnd(_ ended: EndOfMonitoring, drain: () -> Void) throws -> Never {
         Output.exitWhenTheReaderGoes()
         let outcome = ended.wait(timeout: .distantFuture)
-        queue.sync {}
+        drain()
         if case .ended(let error) = outcome { Output.error(error.description) }
         throw ExitCode(2)
     }
