@@ -50,6 +50,13 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// in both modes, has a next hop through the loopback link in the compatibility mode and
     /// none here.
     public var nexthopID: UInt32?
+    /// The IPv4 route's place, from 0, among the routes of its table with the same destination,
+    /// type of service and metric (its key's prefix part), in the order the kernel keeps them:
+    /// `ip route prepend` puts a route first, `ip route append` last. The kernel's lookup takes
+    /// the first of them whose next hops are not all dead (unless the neighbour entry of the
+    /// first one's router has failed: see the README). Set for the routes that a subscription
+    /// keeps and that ``NetlinkConnection/defaultRoutes()`` reads; 0 in other routes.
+    public var tieOrder = 0
 
     /// Creates a route value. The library fills these from the kernel.
     public init(family: AddressFamily, table: RouteTable = .main, destination: IPNetwork,

@@ -12,10 +12,8 @@ extension ReachabilityEvaluator {
 
     /// The default routes that can carry this host's traffic to the internet, in the order the
     /// kernel would try them: by policy rule, then lowest metric first (IPv4 before IPv6 on a
-    /// tie), and among routes of one table and family with the same metric (the routes of
-    /// several IPv6 routers' advertisements all have metric 1024) the IPv6 one whose router has
-    /// the higher `Route.preference` first, as the kernel's lookup takes it, then by their
-    /// links' indexes (see `triedBefore(_:_:)`).
+    /// tie), and among routes of one table and family with the same metric the kernel's own
+    /// order (see `triedBefore(_:_:)`).
     ///
     /// In each family, the rules (`NetworkState.policyRules`) are walked by priority, as the
     /// kernel walks them for a packet that a socket of `userID`, bound to no link, sends
@@ -100,17 +98,18 @@ extension ReachabilityEvaluator {
         }.map(\.route)
     }
 
-    /// Whether the kernel's lookup tries default route `a` before `b`, of the same table and
-    /// family: the lower metric first; among IPv6 routes of the same metric, the one whose
-    /// router has the higher `Route.preference` (`rt6_score_route`, which scores the routes
-    /// of the first one's metric by it: several routers' advertisements give routes of metric
-    /// 1024 that only their preference tells apart); else by their links' indexes. For the
-    /// rest of a tie (the same metric and preference: IPv4 routes that `ip route append` and
-    /// `prepend` make, IPv6 routes of routers with the same preference or through next-hop
-    /// objects) the kernel keeps an order of its own (of insertion, or its round robin among
-    /// routers it cannot reach), which no message tells.
+    /// Whether the kernel's lookup tries route `a` before `b`, of the same table and
+    /// family: the lower metric first; among IPv4 routes of the same metric, the kernel's
+    /// order (`Route.tieOrder`: `ip route append` and `prepend` place them); among IPv6 routes
+    /// of the same metric, the one whose router has the higher `Route.preference`
+    /// (`rt6_score_route`, which scores the routes of the first one's metric by it: several
+    /// routers' advertisements give routes of metric 1024 that only their preference tells
+    /// apart); else by their links' indexes. For the rest of an IPv6 tie (routers with the same
+    /// preference, routes through next-hop objects) the kernel goes round robin among the
+    /// routers it cannot reach, which no message tells.
     static func triedBefore(_ a: Route, _ b: Route) -> Bool {
         if a.metric != b.metric { return a.metric < b.metric }
+        if a.family == .ipv4, a.tieOrder != b.tieOrder { return a.tieOrder < b.tieOrder }
         let (preferenceA, preferenceB) = (a.preference ?? .medium, b.preference ?? .medium)
         if preferenceA != preferenceB { return preferenceA > preferenceB }
         return (a.outputLinkIndex ?? 0) < (b.outputLinkIndex ?? 0)

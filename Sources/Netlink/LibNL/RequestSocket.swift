@@ -532,6 +532,9 @@ final class RequestSocket {
     /// routes. So an IPv4 request names at most the table, and the rest of `filter` is applied
     /// here: a filter the kernel applies makes it walk on past the routes it leaves out.
     ///
+    /// The IPv4 routes get their ``Route/tieOrder`` from the dump, which lists the routes of one
+    /// prefix part in the kernel's order, whatever `filter` leaves out.
+    ///
     /// IPv6 dumps walk their tree children first, so the default route comes last and the dump
     /// is read to its end; there the kernel applies the whole filter.
     ///
@@ -546,6 +549,7 @@ final class RequestSocket {
         let message = try routeDumpRequest(requested, family: family)
         let sequence = try send(message, on: socket, context: "default route dump")
         var stopped = false
+        var tiePositions: [Route.Key: Int] = [:]
         func dumped() throws(NetlinkError) -> (interrupted: Bool, ended: Bool) {
             try self.receive(on: socket, context: "default route dump") { (answer) throws(NetlinkError) -> Reading in
                 switch answer {
@@ -554,7 +558,13 @@ final class RequestSocket {
                     guard header.pointee.nlmsg_seq == sequence, Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return .next }
                     switch Self.classify(header, family: family, stopTable: stopTable) {
                     case .defaultRoute:
-                        if let (route, remainingLifetime) = Route.parse(message: header), filter.admits(route) {
+                        guard let (parsed, remainingLifetime) = Route.parse(message: header) else { return .next }
+                        var route = parsed
+                        if family == .ipv4 {
+                            route.tieOrder = tiePositions[route.key.prefixPart, default: 0]
+                            tiePositions[route.key.prefixPart] = route.tieOrder + 1
+                        }
+                        if filter.admits(route) {
                             if let lifetime = remainingLifetime {
                                 // Expired: the kernel's lookups pass it over; its deletion comes later.
                                 guard lifetime > .zero else { return .next }

@@ -46,6 +46,7 @@ extension KernelStateModel {
             if let old = state.defaultRoutes[key], route.nexthopID != nil || (old.nexthops.count <= 1 && route.nexthops.count <= 1) {
                 state.defaultRoutes[key] = nil
                 events.append(.route(.removed(old)))
+                closeTieGaps(of: key.prefixPart)
             } else if !samePrefix.isEmpty {
                 rereads.markTable(of: route)
             }
@@ -53,6 +54,9 @@ extension KernelStateModel {
         }
         if flags & NLM_F_REPLACE != 0, state.defaultRoutes[key] == nil {
             if samePrefix.count == 1, let (oldKey, old) = samePrefix.first {
+                // Replaced in place: the new route takes the old one's place.
+                var route = route
+                route.tieOrder = old.tieOrder
                 state.defaultRoutes[oldKey] = nil
                 state.defaultRoutes[key] = route
                 events.append(.route(.changed(old: old, new: route)))
@@ -69,6 +73,12 @@ extension KernelStateModel {
         if route.family == .ipv6, samePrefix.keys.contains(where: { $0 != key }) {
             rereads.markTable(of: route)
             return
+        }
+        var route = route
+        if let kept = state.defaultRoutes[key] {
+            route.tieOrder = kept.tieOrder
+        } else if route.family == .ipv4 {
+            placeAmongTies(&route, appended: flags & NLM_F_APPEND != 0)
         }
         if let change = upsert(route, at: key, in: &state.defaultRoutes) { events.append(.route(RouteChange(change))) }
         // A replacement where several routes share the prefix replaced the kernel's first of
@@ -137,6 +147,7 @@ extension KernelStateModel {
         let current = dumped.filter { !Self.isFlushedWithItsLinks($0.value, links: state.links) && !namesAnObjectGone($0.value) }
         let previous = state.defaultRoutes.filter { filter.matches($0.value) }
         replace(previous, with: current, in: &state.defaultRoutes) { events.append(.route(RouteChange($0))) }
+        for part in Set(previous.keys.map(\.prefixPart)).union(dumped.keys.map(\.prefixPart)) { closeTieGaps(of: part) }
     }
 
     /// Whether `route` names a next-hop object that is gone. The kernel tells of an object's

@@ -147,6 +147,7 @@ struct KernelStateModel {
             }
             state.defaultRoutes[key] = nil
             events.append(.route(.removed(route)))
+            closeTieGaps(of: key.prefixPart)
         }
         rereads.links.remove(index)
     }
