@@ -70,7 +70,8 @@ public final class NetlinkConnection: @unchecked Sendable {
         try withSocket { () throws(NetlinkError) in try socket.addresses() }
     }
 
-    /// The default routes of every table and family.
+    /// The default routes of every table and family, with the routes to either half of the
+    /// address space (see ``Route/isDefaultOrHalf``).
     ///
     /// The IPv4 part reads the tables up to the main table's default routes and stops there
     /// (one datagram even with a full Internet table, see ``RouteFilter``). The tables the kernel

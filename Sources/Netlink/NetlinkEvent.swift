@@ -82,8 +82,9 @@ func replace<Key: Hashable, Value: Equatable>(_ previous: [Key: Value], with cur
 
 /// A change to a route.
 ///
-/// The subscription keeps the default routes only (a full table can hold a million routes), so
-/// it knows the previous version of a default route but not of any other.
+/// The subscription keeps the default routes only, with the halves of the address space (a full
+/// table can hold a million routes), so it knows the previous version of those but not of any
+/// other.
 public enum RouteChange: Sendable, Hashable {
     /// A route appeared.
     case new(Route)

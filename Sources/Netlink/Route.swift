@@ -86,6 +86,11 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     public var outputLinkIndex: Int32? { nexthops.first?.linkIndex }
     /// True for a zero-length destination.
     public var isDefault: Bool { destination.isDefault }
+    /// True for a default route and for a route to either half of the address space
+    /// (`0.0.0.0/1`, `128.0.0.0/1`, `::/1`, `8000::/1`), which VPNs add to take the internet
+    /// without replacing the default route (OpenVPN's `redirect-gateway def1`, a WireGuard
+    /// peer whose allowed IPs are split in two): the routes a subscription keeps.
+    public var isDefaultOrHalf: Bool { destination.prefixLength <= 1 }
     /// True when any next hop goes out through `linkIndex`.
     public func uses(linkIndex: Int32) -> Bool { nexthops.contains { $0.linkIndex == linkIndex } }
 

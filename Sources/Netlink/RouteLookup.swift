@@ -51,7 +51,8 @@ public struct RouteFilter: Sendable, Hashable {
     public var routeProtocol: RouteProtocol?
     /// Only routes with a next hop through this link.
     public var outputLinkIndex: Int32?
-    /// Only default routes (zero-length destination).
+    /// Only default routes (zero-length destination), and the halves of the address space that
+    /// stand in for them (see ``Route/isDefaultOrHalf``).
     public var defaultOnly: Bool
 
     /// Creates a filter.
@@ -69,7 +70,7 @@ public struct RouteFilter: Sendable, Hashable {
     public static let all = RouteFilter()
     /// The main table, which `ip route` shows.
     public static let mainTable = RouteFilter(table: .main)
-    /// Default routes of every table.
+    /// Default routes of every table, with the halves of the address space.
     public static let defaultRoutes = RouteFilter(defaultOnly: true)
 
     /// Whether a route passes the filter (the same test the kernel applies, plus ``defaultOnly``).
@@ -79,7 +80,7 @@ public struct RouteFilter: Sendable, Hashable {
         if let type, route.type != type { return false }
         if let routeProtocol, route.routeProtocol != routeProtocol { return false }
         if let outputLinkIndex, !route.uses(linkIndex: outputLinkIndex) { return false }
-        if defaultOnly, !route.isDefault { return false }
+        if defaultOnly, !route.isDefaultOrHalf { return false }
         if route.flags.contains(.cloned) { return false }
         return true
     }

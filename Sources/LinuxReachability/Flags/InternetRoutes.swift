@@ -13,7 +13,11 @@ extension ReachabilityEvaluator {
     /// The default routes that can carry this host's traffic to the internet, in the order the
     /// kernel would try them: by policy rule, then lowest metric first (IPv4 before IPv6 on a
     /// tie), and among routes of one table and family with the same metric the kernel's own
-    /// order (see `triedBefore(_:_:)`).
+    /// order (see `triedBefore(_:_:)`). A table whose two halves of the address space both have
+    /// a route (`0.0.0.0/1` and `128.0.0.0/1`, `::/1` and `8000::/1`: a VPN's cover of the
+    /// whole space) gives the lower half's routes first, whatever their metric: the kernel's
+    /// lookup of any internet address matches a half before the default route (see
+    /// `lookupOrder(_:)`).
     ///
     /// In each family, the rules (`NetworkState.policyRules`) are walked by priority, as the
     /// kernel walks them for a packet that a socket of `userID`, bound to no link, sends
@@ -61,7 +65,7 @@ extension ReachabilityEvaluator {
     /// suppress_prefixlength 0` before it), the internet goes through the tunnel's table, and
     /// with a Tailscale exit node through table 52.
     package static func internetRoutes(_ state: NetworkState, userID: UInt32 = currentUserID) -> [Route] {
-        var ranked: [(rank: UInt32, route: Route)] = []
+        var ranked: [(rank: UInt32, metric: UInt32, route: Route)] = []
         let loopbackName = state.links[Self.loopbackIndex]?.name ?? "lo"
         for family in AddressFamily.allCases {
             let defaults = state.defaultRoutes.values.filter { $0.family == family && $0.tos == 0 }
@@ -89,17 +93,25 @@ extension ReachabilityEvaluator {
                     found = walk(from: source)
                 }
             }
-            ranked += found
+            // The routes a rule found keep their lookup's order: each ranks with the highest
+            // metric up to it (a half of the address space goes first, whatever its metric).
+            var metric: (rank: UInt32, value: UInt32)?
+            for (rank, route) in found {
+                let value = metric.map { $0.rank == rank ? max($0.value, route.metric) : route.metric } ?? route.metric
+                metric = (rank, value)
+                ranked.append((rank, value, route))
+            }
         }
-        return ranked.sorted { a, b in
-            let first = (a.rank, a.route.metric, a.route.family.rawValue)
-            let second = (b.rank, b.route.metric, b.route.family.rawValue)
-            return first != second ? first < second : triedBefore(a.route, b.route)
-        }.map(\.route)
+        // Stable: the routes of one rule and family stay in their lookup's order.
+        return ranked.enumerated().sorted { a, b in
+            let first = (a.element.rank, a.element.metric, a.element.route.family.rawValue, a.offset)
+            let second = (b.element.rank, b.element.metric, b.element.route.family.rawValue, b.offset)
+            return first < second
+        }.map(\.element.route)
     }
 
-    /// Whether the kernel's lookup tries route `a` before `b`, of the same table and
-    /// family: the lower metric first; among IPv4 routes of the same metric, the kernel's
+    /// Whether the kernel's lookup tries route `a` before `b`, of the same table, family and
+    /// destination: the lower metric first; among IPv4 routes of the same metric, the kernel's
     /// order (`Route.tieOrder`: `ip route append` and `prepend` place them); among IPv6 routes
     /// of the same metric, the one whose router has the higher `Route.preference`
     /// (`rt6_score_route`, which scores the routes of the first one's metric by it: several
@@ -113,6 +125,28 @@ extension ReachabilityEvaluator {
         let (preferenceA, preferenceB) = (a.preference ?? .medium, b.preference ?? .medium)
         if preferenceA != preferenceB { return preferenceA > preferenceB }
         return (a.outputLinkIndex ?? 0) < (b.outputLinkIndex ?? 0)
+    }
+
+    /// A table's routes to the internet in the order its lookup tries them (each part by
+    /// `triedBefore(_:_:)`): the routes of the lower half of the address space (`0.0.0.0/1`,
+    /// `::/1`) when both halves have one that the lookup does not pass over, then the default
+    /// routes. The kernel's lookup matches the longest prefix first: a cover of both halves
+    /// takes every internet address from the default route, and the lower half's routes stand
+    /// for it (a lookup in the upper half finds the same, through the VPN that added both);
+    /// where one half's routes are gone or dead, half of the internet goes by the default
+    /// route, which is then the internet's. A lone half is no cover.
+    static func lookupOrder(_ routes: [Route]) -> [Route] {
+        let defaults = routes.filter(\.isDefault)
+        let halves = routes.filter { !$0.isDefault && !isPassedOver($0) }
+        let lower = halves.filter { $0.destination.contains($0.family == .ipv4 ? .v4(.any) : .v6(.any)) }
+        guard !lower.isEmpty, lower.count < halves.count else { return defaults.sorted(by: triedBefore) }
+        return lower.sorted(by: triedBefore) + defaults.sorted(by: triedBefore)
+    }
+
+    /// Whether the kernel's lookup passes over `route`: a unicast route whose every next hop is
+    /// dead (a link down, or without carrier with `ignore_routes_with_linkdown`).
+    static func isPassedOver(_ route: Route) -> Bool {
+        route.type == .unicast && !route.nexthops.isEmpty && route.nexthops.allSatisfy { $0.flags.contains(.dead) }
     }
 
     /// The loopback link's index (`LOOPBACK_IFINDEX`): a host's own packets come in on it.
@@ -177,14 +211,14 @@ extension ReachabilityEvaluator {
             case .toTable:
                 // Table 0 (a VRF rule's, for a socket of no VRF) is the main table.
                 let table = rule.table == .unspecified ? .main : rule.table
-                // The kernel's suppressors (`fib4_rule_suppress`, `fib6_rule_suppress`): a default
-                // route's prefix is as short as any `suppress_prefixlength`; the group is that of
+                // The kernel's suppressors (`fib4_rule_suppress`, `fib6_rule_suppress`): an
+                // answer whose prefix is no longer than `suppress_prefixlength` (a default route
+                // is always, a half when it is 1 or more); the group is that of
                 // the first next hop's link in IPv4 (`fib_info_nhc(fi, 0)`), of the hop the flow
                 // was hashed to in IPv6 (`rt6i_idev`, set after `fib6_select_path`).
-                let suppressesAll = rule.suppressPrefixLength != nil
                 let group = rule.suppressInterfaceGroup
                 let (routes, ends) = tableRoutes(defaults.filter { $0.table == table }, suppresses: { route in
-                    guard !suppressesAll else { return true }
+                    if let length = rule.suppressPrefixLength, UInt32(route.destination.prefixLength) <= length { return true }
                     guard let group else { return false }
                     func inGroup(_ index: Int32?) -> Bool { index.flatMap { links[$0]?.group } == group }
                     if route.family == .ipv6, route.nexthops.count > 1 {
@@ -212,22 +246,19 @@ extension ReachabilityEvaluator {
         return found
     }
 
-    /// What a lookup in one table gives: its default routes in the kernel's order
-    /// (``triedBefore(_:_:)``), the
+    /// What a lookup in one table gives: its routes to the internet in the kernel's order
+    /// (``lookupOrder(_:)``), the
     /// unicast ones that have a live next hop up to the first refusing one, which is included;
     /// and whether the lookup ends there (a route answered) or passes on to the next rule (no
     /// default route, a `throw` first, or an answer that the rule suppresses). A suppressed
     /// route also ends the list: taken after the ones before it, it would be passed over.
     private static func tableRoutes(_ defaults: [Route], suppresses: (Route) -> Bool,
                                     throwRefuses: Bool) -> (routes: [Route], ends: Bool) {
-        let ordered = defaults.sorted(by: triedBefore)
         var routes: [Route] = []
-        for route in ordered {
+        for route in lookupOrder(defaults) {
             switch route.type {
             case .unicast:
-                // The kernel's lookup passes over a route whose every next hop is dead (a link
-                // down, or without carrier with `ignore_routes_with_linkdown`).
-                if !route.nexthops.isEmpty, route.nexthops.allSatisfy({ $0.flags.contains(.dead) }) { continue }
+                if isPassedOver(route) { continue }
                 // A suppressed answer is passed over, and so is the table: the routes before it
                 // answer first; without them the packet goes on to the next rule.
                 if suppresses(route) { return (routes, !routes.isEmpty) }

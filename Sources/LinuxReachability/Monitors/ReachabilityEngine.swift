@@ -549,12 +549,13 @@ final class ReachabilityEngine: Sendable {
         switch event {
         case .route(let change):
             // A route can change the kernel's answer only for destinations inside its prefix.
-            // (A changed route keeps its prefix: only default routes are reported as changed.)
-            // A default route is the internet's, and an unresolved host's, answer; any other
-            // route matters only when a watched address lies inside it (path monitors judge
-            // their name servers on every round, so they see every change).
+            // (A changed route keeps its prefix: only kept routes are reported as changed.)
+            // A default route, or a half of the address space, is the internet's, and an
+            // unresolved host's, answer; any other route matters only when a watched address
+            // lies inside it (path monitors judge their name servers on every round, so they
+            // see every change).
             let destination = change.route.destination
-            if !destination.isDefault, state.roundObservers.isEmpty,
+            if !change.route.isDefaultOrHalf, state.roundObservers.isEmpty,
                !state.currentAddressIndex().containsAddress(in: destination) {
                 return false
             }
@@ -574,9 +575,9 @@ final class ReachabilityEngine: Sendable {
                     state.changedNetworks.removeAll()
                 }
             }
-            // Only a new default route or address means a new network, whose name servers
-            // may answer differently: other routes come and go without a new resolution.
-            networkChanged = change.route.isDefault
+            // Only a new default route (or half) or address means a new network, whose name
+            // servers may answer differently: other routes come and go without a new resolution.
+            networkChanged = change.route.isDefaultOrHalf
         case .address(let change):
             // An address changes the kernel's answers in its own family only: the local and
             // prefix routes it brings (which come as route events too), and the preferred source

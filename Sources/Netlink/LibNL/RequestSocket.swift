@@ -519,18 +519,22 @@ final class RequestSocket {
         return message
     }
 
-    /// Streams the default routes of `family` that `filter` selects.
+    /// Streams the default routes of `family` that `filter` selects, with the halves of the
+    /// address space (see ``Route/isDefaultOrHalf``).
     ///
     /// An IPv4 dump stops early: the kernel dumps each IPv4 table in ascending key order, tables
     /// in the order of their hash bucket (table id modulo 256, the oldest table of a bucket
     /// last), so once a route of the main table (254) with a non-zero destination arrives, every
     /// default route of the main table and of every table in the buckets before it has been
-    /// seen. Only bucket 255 is left unread: the local table, and any table whose id is 255
-    /// modulo 256 (511, 767, ...), which the policy rules name when routing uses it; each of
-    /// those is then dumped by name. A dump of one named table stops at that table's first other
-    /// route. On a host with a full Internet table this reads one datagram instead of a million
-    /// routes. So an IPv4 request names at most the table, and the rest of `filter` is applied
-    /// here: a filter the kernel applies makes it walk on past the routes it leaves out.
+    /// seen (`0.0.0.0/1` shares the default route's key, and comes just before it). Only bucket
+    /// 255 is left unread: the local table, and any table whose id is 255 modulo 256 (511,
+    /// 767, ...), which the policy rules name when routing uses it; each of those is then
+    /// dumped by name. A dump of one named table stops at that table's first other route. On a
+    /// host with a full Internet table this reads one datagram instead of a million routes. So
+    /// an IPv4 request names at most the table, and the rest of `filter` is applied here: a
+    /// filter the kernel applies makes it walk on past the routes it leaves out. When the table
+    /// where the dump would stop holds `0.0.0.0/1`, the dump goes on to its other half,
+    /// `128.0.0.0/1`, past every route of a lower key (half of a full Internet table).
     ///
     /// The IPv4 routes get their ``Route/tieOrder`` from the dump, which lists the routes of one
     /// prefix part in the kernel's order, whatever `filter` leaves out.
@@ -549,6 +553,8 @@ final class RequestSocket {
         let message = try routeDumpRequest(requested, family: family)
         let sequence = try send(message, on: socket, context: "default route dump")
         var stopped = false
+        // The stop table's routes past this destination (host order) are past the kept ones.
+        var keptUpTo: UInt32 = 0
         var tiePositions: [Route.Key: Int] = [:]
         func dumped() throws(NetlinkError) -> (interrupted: Bool, ended: Bool) {
             try self.receive(on: socket, context: "default route dump") { (answer) throws(NetlinkError) -> Reading in
@@ -556,13 +562,16 @@ final class RequestSocket {
                 case .message(let message):
                     let header = nlmsg_hdr(message)!
                     guard header.pointee.nlmsg_seq == sequence, Int32(header.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) else { return .next }
-                    switch Self.classify(header, family: family, stopTable: stopTable) {
-                    case .defaultRoute:
+                    switch Self.classify(header, family: family, stopTable: stopTable, keptUpTo: keptUpTo) {
+                    case .keptRoute:
                         guard let (parsed, remainingLifetime) = Route.parse(message: header) else { return .next }
                         var route = parsed
                         if family == .ipv4 {
                             route.tieOrder = tiePositions[route.key.prefixPart, default: 0]
                             tiePositions[route.key.prefixPart] = route.tieOrder + 1
+                            if route.table.rawValue == stopTable, route.destination == Self.lowerIPv4Half {
+                                keptUpTo = IPv4Address(128, 0, 0, 0).rawValue
+                            }
                         }
                         if filter.admits(route) {
                             if let lifetime = remainingLifetime {
@@ -574,7 +583,7 @@ final class RequestSocket {
                         }
                     case .other:
                         break
-                    case .pastDefaults:
+                    case .pastKeptRoutes:
                         stopped = true
                         return .stop
                     }
@@ -610,22 +619,26 @@ final class RequestSocket {
         dumpSocket = nil
     }
 
-    private enum RouteMessageKind { case defaultRoute, other, pastDefaults }
+    private enum RouteMessageKind { case keptRoute, other, pastKeptRoutes }
+
+    /// The lower half of the IPv4 address space: with it, a dump goes on to the upper one.
+    private static let lowerIPv4Half = IPNetwork("0.0.0.0/1")!
 
     /// Reads only the header, table and destination of a route message (libnl's attribute
-    /// parser): is it a default route, or an IPv4 route of `stopTable` (the main table, or the
-    /// one table dumped) past that table's default routes?
+    /// parser): is it a default route or a half of the address space, or an IPv4 route of
+    /// `stopTable` (the main table, or the one table dumped) whose destination is past
+    /// `keptUpTo` (host order), so past that table's kept routes?
     private static func classify(_ header: UnsafeMutablePointer<nlmsghdr>, family: AddressFamily,
-                                 stopTable: UInt32) -> RouteMessageKind {
+                                 stopTable: UInt32, keptUpTo: UInt32) -> RouteMessageKind {
         guard Int(header.pointee.nlmsg_len) >= MemoryLayout<nlmsghdr>.size + MemoryLayout<rtmsg>.size,
               let attributes = AttributeTable(message: header, headerSize: MemoryLayout<rtmsg>.size,
                                               policy: classifyingAttributes) else { return .other }
         let message = nlmsg_data(header)!.loadUnaligned(as: rtmsg.self)
-        if message.rtm_dst_len == 0 { return .defaultRoute }
+        if message.rtm_dst_len <= 1 { return .keptRoute }
         guard family == .ipv4 else { return .other }
         let table = attributes.u32(RTA_TABLE.rawValue) ?? UInt32(message.rtm_table)
-        let destinationIsZero = attributes.u32(RTA_DST.rawValue).map { $0 == 0 } ?? true
-        return table == stopTable && !destinationIsZero ? .pastDefaults : .other
+        let destination = attributes.u32(RTA_DST.rawValue).map { UInt32(bigEndian: $0) } ?? 0
+        return table == stopTable && destination > keptUpTo ? .pastKeptRoutes : .other
     }
 
     private static let classifyingAttributes = AttributePolicy(maxType: Int32(RTA_TABLE.rawValue), [

@@ -1,20 +1,21 @@
 import CNetlink
 
 extension KernelStateModel {
-    /// A route notification: default routes update the state; other routes are reported as
-    /// they come; routes the kernel clones are not routes of a table and are ignored.
+    /// A route notification: default routes and the halves of the address space update the
+    /// state; other routes are reported as they come; routes the kernel clones are not routes
+    /// of a table and are ignored.
     mutating func applyRoute(_ route: Route, deleted: Bool, flags: Int32, remainingLifetime: Duration?,
                              now: ContinuousClock.Instant) {
         var route = route
         guard !route.flags.contains(.cloned) else { return }
-        if route.lacksObjectNexthops, !route.takeNexthops(from: nexthopObjects), route.isDefault, !deleted {
+        if route.lacksObjectNexthops, !route.takeNexthops(from: nexthopObjects), route.isDefaultOrHalf, !deleted {
             // An object the kernel has not told of yet: the objects and the table are read
             // again, and the route is kept as it was until then (not without next hops).
             rereads.nexthopObjects = true
             rereads.markTable(of: route)
             return
         }
-        if route.isDefault {
+        if route.isDefaultOrHalf {
             var deleted = deleted
             if let lifetime = remainingLifetime {
                 if lifetime > .zero {

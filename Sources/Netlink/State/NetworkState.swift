@@ -10,8 +10,9 @@ public struct NetworkState: Sendable, Hashable {
     public var links: [Int32: Link]
     /// The interface addresses, by their identity.
     public var addresses: [InterfaceAddress.Key: InterfaceAddress]
-    /// The default routes (zero-length destination) of every table and family, by their identity.
-    /// A subscription reads them at its start as ``NetlinkConnection/defaultRoutes()`` does (an
+    /// The default routes (zero-length destination) of every table and family, by their
+    /// identity, with the routes to either half of the address space, which VPNs add in their
+    /// place (see ``Route/isDefaultOrHalf``). A subscription reads them at its start as ``NetlinkConnection/defaultRoutes()`` does (an
     /// IPv4 table whose id is 255 modulo 256 and that no policy rule names, and the local table,
     /// are not read then) and follows every change the kernel announces afterwards, in every
     /// table; once a message has told of a default route in such a table, re-reads read that
@@ -170,10 +171,10 @@ extension NetworkState {
             case .address(let change):
                 change.forEachVersion { addresses[$0.key] = newer.addresses[$0.key] }
             case .route(let change):
-                // Only default routes are kept: the others (a churn's hundred thousand) need no
-                // lookup in either state.
+                // Only default routes and halves are kept: the others (a churn's hundred
+                // thousand) need no lookup in either state.
                 change.forEachVersion { route in
-                    guard route.isDefault else { return }
+                    guard route.isDefaultOrHalf else { return }
                     defaultRoutes[route.key] = newer.defaultRoutes[route.key]
                 }
             case .configuration(let change):
