@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// Which links count as constrained: user policy, since Linux has no Low Data Mode.
@@ -61,6 +60,15 @@ package struct ConstrainedLinkPolicy: Sendable, Hashable {
     /// No link is constrained.
     package static let none = ConstrainedLinkPolicy()
 
+    /// This process's values of ``environmentVariable`` and ``fileEnvironmentVariable``.
+    package static var processEnvironment: [String: String] {
+        var found: [String: String] = [:]
+        for name in [environmentVariable, fileEnvironmentVariable] {
+            if let value = getenv(name) { found[name] = String(cString: value) }
+        }
+        return found
+    }
+
     /// The environment variable with the rules.
     package static let environmentVariable = "REACH_CONSTRAINED_LINKS"
     /// The environment variable naming a file with the rules.
@@ -89,12 +97,12 @@ package struct ConstrainedLinkPolicy: Sendable, Hashable {
     /// file named by `REACH_CONSTRAINED_LINKS_FILE`, else `/etc/reach/constrained-links` if it
     /// exists, else ``none``.
     /// - Throws: ``ParseError`` for a malformed rule, or a named file that cannot be read.
-    package static func system(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ParseError) -> ConstrainedLinkPolicy {
+    package static func system(environment: [String: String] = processEnvironment) throws(ParseError) -> ConstrainedLinkPolicy {
         if let text = environment[environmentVariable] {
             return try ConstrainedLinkPolicy(parsing: text, source: environmentVariable)
         }
         let path = environment[fileEnvironmentVariable] ?? defaultFile
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = FileContents.bytes(at: path, limit: 1 << 20) else {
             if environment[fileEnvironmentVariable] == nil { return .none }
             throw ParseError(entry: path, source: fileEnvironmentVariable,
                              description: "\(fileEnvironmentVariable): cannot read \(path)")

@@ -139,26 +139,9 @@ package struct SysfsReader: Sendable, Hashable {
     }
 
     /// The text of a regular file at `path` (relative to the directory `directory`, or
-    /// absolute), its first `limit` bytes (4 KiB by default: sysfs attributes
-    /// are one page at most), or `nil` for anything else. One buffer, freed on return: no
-    /// Foundation file reading, whose buffer for a file read while it is rewritten (empty for a
-    /// moment) the address sanitizer found leaked.
+    /// absolute), its first `limit` bytes (4 KiB by default: sysfs attributes are one page at
+    /// most), or `nil` for anything else (see ``FileContents/bytes(at:in:limit:)``).
     static func readSmallFile(_ path: String, in directory: Int32 = AT_FDCWD, limit: Int = 4096) -> String? {
-        let descriptor = openat(directory, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-        // sysfs reports a page for every attribute; other files their size (and one byte more,
-        // to see the end).
-        var buffer = [UInt8](repeating: 0, count: min(limit, max(4096, Int(status.st_size) + 1)))
-        var filled = 0
-        while filled < buffer.count {
-            let count = buffer[filled...].withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            filled += count
-        }
-        return String(decoding: buffer[..<filled], as: UTF8.self)
+        FileContents.bytes(at: path, in: directory, limit: limit).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -1,5 +1,4 @@
 import Dispatch
-import FoundationEssentials
 import Glibc
 import Netlink
 
@@ -26,9 +25,10 @@ final class ResolverConfigurationWatch: Sendable {
         let appearing = namespace.ownConfiguration.map { [NetworkNamespace.ownConfigurations, $0] } ?? []
         directories += appearing
         // The file a systemd-resolved or resolvconf link points to, in a directory of its own.
-        let target = URL(fileURLWithPath: "/etc/resolv.conf").resolvingSymlinksInPath()
-        directories.append(target.deletingLastPathComponent().path)
-        names.insert(target.lastPathComponent)
+        let target = FileContents.resolvingSymbolicLinks("/etc/resolv.conf")
+        let slash = target.lastIndex(of: "/") ?? target.startIndex
+        directories.append(slash == target.startIndex ? "/" : String(target[..<slash]))
+        names.insert(String(target[target.index(after: slash)...]))
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
         let watchedNames = names
         let ownName = namespace.name

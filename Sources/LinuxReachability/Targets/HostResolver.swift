@@ -1,6 +1,5 @@
 import Synchronization
 import Dispatch
-import FoundationEssentials
 import Glibc
 import Netlink
 

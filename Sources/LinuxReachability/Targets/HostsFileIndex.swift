@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 import Netlink
 
@@ -36,7 +35,7 @@ enum HostsFileIndex {
                               changed: status.st_ctim)
         let wanted = host.lowercased()
         if let kept = answers.withLock({ $0[path] }), kept.version == version, let found = kept.byName[wanted] { return found }
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        guard let data = FileContents.bytes(at: path, limit: .max) else { return nil }
         let found = data.withUnsafeBytes { addresses(of: Array(wanted.utf8), in: $0) }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
