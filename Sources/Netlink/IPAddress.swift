@@ -262,6 +262,10 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     /// True for a zero-length prefix (a default route's destination).
     public var isDefault: Bool { prefixLength == 0 }
 
+    /// The halves of the IPv4 address space, which VPNs route in place of a default route.
+    package static let lowerIPv4Half = IPNetwork("0.0.0.0/1")!
+    package static let upperIPv4Half = IPNetwork("128.0.0.0/1")!
+
     /// True when `other` lies inside this network (same family, same leading bits).
     public func contains(_ other: IPAddress) -> Bool {
         switch (address, other) {

@@ -47,6 +47,21 @@ struct DefaultRouteOrderTests {
         #expect(try ns.ip("-4", "route", "show", "default").split(separator: "\n").map { String($0.split(separator: " ")[2]) } == order)
     }
 
+    /// An upper half that was there before the subscription, alone (the start-up read stops
+    /// before it): the lower half's message brings a re-read that finds it.
+    @Test func anUpperHalfThatCameFirstIsFoundWithTheLowerOne() throws {
+        let ns = try TestNamespace("rtorder4")
+        defer { ns.delete() }
+        try ns.batch(TestNamespace.twoUplinks + ["route add default via 10.1.0.2 dev va",
+                                                 "route add 128.0.0.0/1 via 10.2.0.2 dev wa",
+                                                 "route add 192.0.2.0/24 via 10.1.0.2 dev va"])
+        let subscription = try NetlinkSubscription(namespace: .named(ns.name))
+        #expect(!subscription.state.defaultRoutes.values.contains { $0.destination.description == "128.0.0.0/1" })
+        try ns.ip("route", "add", "0.0.0.0/1", "via", "10.2.0.2", "dev", "wa")
+        #expect(eventually { Set(subscription.state.defaultRoutes.values.map(\.destination.description)) == ["0.0.0.0/0", "0.0.0.0/1", "128.0.0.0/1"] },
+                "\(subscription.state.defaultRoutes.values.map(\.destination))")
+    }
+
     /// With the lower half in the main table, the start-up read goes on to the upper half,
     /// past every route of a lower key, and stops after it.
     @Test func theUpperHalfIsReadPastTheRoutesBeforeIt() throws {

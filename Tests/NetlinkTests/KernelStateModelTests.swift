@@ -163,6 +163,24 @@ struct KernelStateModelTests {
         #expect(model.isSettled)
     }
 
+    /// A lower IPv4 half without its upper half kept: the start-up dump may have stopped before
+    /// an upper half that came first, so the table is read again; with both, nothing is.
+    @Test func aLowerHalfWithoutItsUpperHalfMarksItsTable() {
+        func half(_ destination: String) -> Route {
+            Route(family: .ipv4, destination: IPNetwork(destination)!, nexthops: [Nexthop(gateway: IPAddress("10.0.0.1"), linkIndex: 2)])
+        }
+        var model = Self.model()
+        model.apply(.route(half("0.0.0.0/1"), deleted: false, flags: 0, remainingLifetime: nil), receivedAt: .now)
+        #expect(model.rereads.tables == [.init(family: .ipv4, table: .main)])
+        #expect(model.state.defaultRoutes.values.contains { $0.destination == IPNetwork("0.0.0.0/1") })
+
+        var both = Self.model()
+        both.apply(.route(half("128.0.0.0/1"), deleted: false, flags: 0, remainingLifetime: nil), receivedAt: .now)
+        both.apply(.route(half("0.0.0.0/1"), deleted: false, flags: 0, remainingLifetime: nil), receivedAt: .now)
+        #expect(both.rereads.tables.isEmpty)
+        #expect(both.state.defaultRoutes.count == 3)
+    }
+
     @Test func anAppendedOrJoiningDefaultRouteMarksItsTable() {
         var model = Self.model()
         let appended = Self.defaultRoute(via: "10.0.0.9", on: 2)

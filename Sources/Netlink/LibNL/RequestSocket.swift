@@ -569,7 +569,7 @@ final class RequestSocket {
                         if family == .ipv4 {
                             route.tieOrder = tiePositions[route.key.prefixPart, default: 0]
                             tiePositions[route.key.prefixPart] = route.tieOrder + 1
-                            if route.table.rawValue == stopTable, route.destination == Self.lowerIPv4Half {
+                            if route.table.rawValue == stopTable, route.destination == .lowerIPv4Half {
                                 keptUpTo = IPv4Address(128, 0, 0, 0).rawValue
                             }
                         }
@@ -621,8 +621,6 @@ final class RequestSocket {
 
     private enum RouteMessageKind { case keptRoute, other, pastKeptRoutes }
 
-    /// The lower half of the IPv4 address space: with it, a dump goes on to the upper one.
-    private static let lowerIPv4Half = IPNetwork("0.0.0.0/1")!
 
     /// Reads only the header, table and destination of a route message (libnl's attribute
     /// parser): is it a default route or a half of the address space, or an IPv4 route of

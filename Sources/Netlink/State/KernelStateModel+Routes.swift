@@ -82,11 +82,21 @@ extension KernelStateModel {
             placeAmongTies(&route, appended: flags & NLM_F_APPEND != 0)
         }
         if let change = upsert(route, at: key, in: &state.defaultRoutes) { events.append(.route(RouteChange(change))) }
+        if lacksItsUpperHalf(route) { rereads.markTable(of: route) }
         // A replacement where several routes share the prefix replaced the kernel's first of
         // them, which need not be the one with this message's next hop.
         if flags & NLM_F_APPEND != 0 || (flags & NLM_F_REPLACE != 0 && samePrefix.count > 1) {
             rereads.markTable(of: route)
         }
+    }
+
+    /// Whether `route` is an IPv4 route to the lower half of the address space in a table whose
+    /// upper half is not kept: a start-up dump that stops after the default routes reads the
+    /// upper half only in a table that held the lower one then, so a VPN that added the upper
+    /// half first (`wg-quick` does) may have one; the table's re-read finds it.
+    private func lacksItsUpperHalf(_ route: Route) -> Bool {
+        guard route.destination == .lowerIPv4Half else { return false }
+        return !state.defaultRoutes.values.contains { $0.table == route.table && $0.destination == .upperIPv4Half }
     }
 
     /// A next-hop object came, changed or went away (`ip nexthop`); nil for one libnl's parser
