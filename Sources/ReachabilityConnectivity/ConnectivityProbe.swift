@@ -34,8 +34,8 @@ public struct ConnectivityProbe: Sendable, Hashable {
     /// addresses of both; nil (the default) takes either.
     public var addressFamily: AddressFamily?
 
-    /// The URL's host (without an IPv6 literal's brackets) and port, for pinning a resolved
-    /// name (`CURLOPT_RESOLVE`).
+    /// The URL's host (without an IPv6 literal's brackets) and port: a name is resolved in
+    /// the namespace and its addresses given to libcurl (see `HTTPProbeRequest`).
     let host: String
     let port: Int
     /// The host as an address, when it is a literal.
@@ -78,7 +78,9 @@ public struct ConnectivityProbe: Sendable, Hashable {
         var pinned: [IPAddress] = []
         if hostAddress == nil {
             do {
-                pinned = try SystemHostResolver(namespace: namespace).resolveScopedBlocking(host).addresses
+                // One trailing dot (a name written absolute) is dropped, as a target's is.
+                let name = host.hasSuffix(".") ? String(host.dropLast()) : host
+                pinned = try SystemHostResolver(namespace: namespace).resolveScopedBlocking(name).addresses
                     .filter { address in addressFamily.map { address.family == $0 } ?? true }
             } catch {
                 return ConnectivityReport(connectivity: .limited, reason: "cannot resolve \(host): \(error)", interfaceName: interface)

@@ -10,6 +10,10 @@ package struct HTTPProbeRequest: Sendable {
     /// The addresses of a host name, resolved in the namespace beforehand.
     var pinned: [IPAddress]
 
+    /// The name under which libcurl's cache holds the resolved addresses: in `.invalid`, which
+    /// no resolver answers (RFC 6761).
+    static let pinnedName = "pinned.reach.invalid"
+
     /// The most bytes of a body ever read: an expected prefix longer than this is cut to it.
     static let bodyLimit = 64 * 1024
 
@@ -25,11 +29,21 @@ package struct HTTPProbeRequest: Sendable {
         let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorText.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         defer { errorText.deallocate() }
+        // A resolved name is connected to through a name of libcurl's cache alone: every
+        // connection goes to it (`CURLOPT_CONNECT_TO` with no host to match), and the cache
+        // holds its addresses (`CURLOPT_RESOLVE`). The URL's own name, which libcurl may write
+        // otherwise (punycode, case, a trailing dot), is then never looked up by libcurl with
+        // the machine's resolver; it still goes in the request and in TLS's server name.
         var resolve: UnsafeMutablePointer<curl_slist>?
-        defer { if let resolve { api.pointee.slist_free_all(resolve) } }
+        var connectTo: UnsafeMutablePointer<curl_slist>?
+        defer {
+            if let resolve { api.pointee.slist_free_all(resolve) }
+            if let connectTo { api.pointee.slist_free_all(connectTo) }
+        }
         if !pinned.isEmpty {
             let addresses = pinned.map { $0.family == .ipv6 ? "[\($0)]" : "\($0)" }.joined(separator: ",")
-            resolve = api.pointee.slist_append(nil, "\(probe.host):\(probe.port):\(addresses)")
+            resolve = api.pointee.slist_append(nil, "\(Self.pinnedName):\(probe.port):\(addresses)")
+            connectTo = api.pointee.slist_append(nil, "::\(Self.pinnedName):\(probe.port)")
         }
         guard let handle = api.pointee.easy_init() else { return report(.limited, "curl_easy_init failed") }
         defer { api.pointee.easy_cleanup(handle) }
@@ -50,7 +64,10 @@ package struct HTTPProbeRequest: Sendable {
         set(CURLOPT_NOPROXY, "*")
         set(CURLOPT_USERAGENT, "reach-connectivity-probe")
         if let interface { set(CURLOPT_INTERFACE, "if!" + interface) }
-        if let resolve { _ = ccurl_setopt_pointer(api, handle, CURLOPT_RESOLVE, resolve) }
+        if let resolve, let connectTo {
+            _ = ccurl_setopt_pointer(api, handle, CURLOPT_RESOLVE, resolve)
+            _ = ccurl_setopt_pointer(api, handle, CURLOPT_CONNECT_TO, connectTo)
+        }
         _ = ccurl_setopt_pointer(api, handle, CURLOPT_ERRORBUFFER, errorText)
         _ = ccurl_setopt_write_callback(api, handle, BodyPrefix.write)
         var sink = BodyPrefix(limit: bodyLimitForExpectation)

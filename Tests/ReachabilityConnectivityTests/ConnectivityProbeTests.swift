@@ -69,6 +69,32 @@ struct ConnectivityNamespaceTests {
         #expect(unknown.connectivity == .limited, "\(unknown)")
     }
 
+    /// libcurl is told where to connect, never left to resolve the URL's name with the
+    /// machine's resolver: an international name, which libcurl turns into punycode in a UTF-8
+    /// locale (and refuses in the C locale), `localhost`, a name in capitals and one written
+    /// absolute (a trailing dot, dropped as a target's is) go where the namespace's hosts file
+    /// says.
+    @Test func libcurlConnectsWhereTheNamespaceResolvedTheName() throws {
+        let network = try ProbeNetwork("lprobeidn")
+        defer { network.stop() }
+        let directory = "/etc/netns/\(network.client.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "10.77.0.1 portal.test localhost bücher.test\n".write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
+        try "options attempts:1 timeout:1\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let namespace = try NetworkNamespace.named(network.client.name)
+        for url in ["http://localhost/generate_204", "http://PORTAL.test/generate_204", "http://portal.test./generate_204"] {
+            let found = try ConnectivityProbe(url: url).check(through: "c0", in: namespace)
+            #expect(found.connectivity == .full, "\(url): \(found)")
+        }
+        // The locale is the process's: set for this probe alone.
+        let previous = setlocale(LC_CTYPE, nil).map { String(cString: $0) } ?? "C"
+        #expect(setlocale(LC_CTYPE, "C.UTF-8") != nil)
+        defer { setlocale(LC_CTYPE, previous) }
+        let international = try ConnectivityProbe(url: "http://bücher.test/generate_204").check(through: "c0", in: namespace)
+        #expect(international.connectivity == .full, "\(international)")
+    }
+
     @Test func aMonitorProbesOnEachChangeAndAtItsInterval() async throws {
         let network = try ProbeNetwork("lprobemon")
         defer { network.stop() }
