@@ -24,4 +24,29 @@ struct HostsFileIndexTests {
         try FileManager.default.removeItem(atPath: path)
         await #expect(throws: ReachabilityError.self) { try await resolver.resolve("db.example.test") }
     }
+
+    /// The hosts files of namespaces that went away (`/etc/netns/NAME/hosts`) are forgotten
+    /// once the index holds more than a few files: a service that watches short-lived
+    /// namespaces keeps no answers for each one it ever saw.
+    @Test func filesThatAreGoneAreForgotten() async throws {
+        let directory = NSTemporaryDirectory() + "reach-hosts-gone-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let count = HostsFileIndex.prunedFrom + 4
+        for index in 0..<count {
+            try "10.0.0.\(index) db.test\n".write(toFile: directory + "/hosts\(index)", atomically: false, encoding: .utf8)
+        }
+        // Answers are kept only for files older than the kernel's change-time tick.
+        try await Task.sleep(for: .milliseconds(100))
+        for index in 0..<count {
+            #expect(HostsFileIndex.addresses(of: "db.test", inFileAt: directory + "/hosts\(index)") == [IPAddress("10.0.0.\(index)")!])
+            #expect(HostsFileIndex.keepsAnswers(of: directory + "/hosts\(index)"))
+        }
+        for index in 0..<count { try FileManager.default.removeItem(atPath: directory + "/hosts\(index)") }
+        try "10.0.0.99 db.test\n".write(toFile: directory + "/last", atomically: false, encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(HostsFileIndex.addresses(of: "db.test", inFileAt: directory + "/last") == [IPAddress("10.0.0.99")!])
+        #expect(HostsFileIndex.keepsAnswers(of: directory + "/last"))
+        #expect(!(0..<count).contains { HostsFileIndex.keepsAnswers(of: directory + "/hosts\($0)") })
+    }
 }

@@ -8,7 +8,8 @@ import Netlink
 /// rewrite theirs) is read again at its next lookup. The kernel's change times are coarse (a
 /// clock tick): answers found within 50 ms of the file's change are not kept, since a second
 /// write in the same tick, of the same size, would look like the same version (git's "racy"
-/// index entries). Shared by the process.
+/// index entries). Shared by the process; once it holds ``prunedFrom`` files, a new one makes
+/// it forget the files that are gone (those of namespaces deleted since).
 enum HostsFileIndex {
     /// What identifies one version of a file.
     private struct Version: Equatable {
@@ -42,11 +43,24 @@ enum HostsFileIndex {
         let age = Double(now.tv_sec - version.changed.tv_sec) + Double(now.tv_nsec - version.changed.tv_nsec) / 1e9
         guard age > 0.05 else { return found }
         answers.withLock { answers in
+            if answers[path] == nil, answers.count >= prunedFrom {
+                // The files of namespaces deleted since are never asked for again.
+                answers = answers.filter { kept, _ in
+                    var status = stat()
+                    return stat(kept, &status) == 0
+                }
+            }
             if answers[path]?.version != version { answers[path] = (version, [:]) }
             answers[path]!.byName[wanted] = found
         }
         return found
     }
+
+    /// How many files are kept before a new one makes the index forget those that are gone.
+    static let prunedFrom = 16
+
+    /// Whether answers of the file at `path` are kept.
+    static func keepsAnswers(of path: String) -> Bool { answers.withLock { $0[path] != nil } }
 
     /// The addresses that lines of hosts-file `text` give `name` (lowercase ASCII bytes), in
     /// file order, each once: fields are separated by spaces and tabs, `#` starts a comment,
