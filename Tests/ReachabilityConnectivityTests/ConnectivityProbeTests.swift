@@ -53,15 +53,28 @@ struct ConnectivityNamespaceTests {
         #expect(probe.check(answer, in: namespace).connectivity == .full)
     }
 
+    /// The probing namespace's own files in `/etc/netns`: `hosts`, and a resolver
+    /// configuration with no name server, so that nothing asks the machine's. Returns what
+    /// removes them.
+    private static func namespaceFiles(of network: ProbeNetwork, hosts: String) throws -> () -> Void {
+        let directory = "/etc/netns/\(network.client.name)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let remove = { _ = try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            try hosts.write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
+            try "options attempts:1 timeout:1\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        } catch {
+            remove()
+            throw error
+        }
+        return remove
+    }
+
     @Test func aHostNameInTheURLIsResolvedInTheNamespace() throws {
         let network = try ProbeNetwork("lprobename")
         defer { network.stop() }
-        let directory = "/etc/netns/\(network.client.name)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try "10.77.0.1 portal.test\n".write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
-        // A resolver configuration of its own, with no name server: nothing asks the machine's.
-        try "options attempts:1 timeout:1\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let removeFiles = try Self.namespaceFiles(of: network, hosts: "10.77.0.1 portal.test\n")
+        defer { removeFiles() }
         let namespace = try NetworkNamespace.named(network.client.name)
         let found = try ConnectivityProbe(url: "http://portal.test/generate_204").check(through: "c0", in: namespace)
         #expect(found.connectivity == .full, "\(found)")
@@ -77,11 +90,8 @@ struct ConnectivityNamespaceTests {
     @Test func libcurlConnectsWhereTheNamespaceResolvedTheName() throws {
         let network = try ProbeNetwork("lprobeidn")
         defer { network.stop() }
-        let directory = "/etc/netns/\(network.client.name)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try "10.77.0.1 portal.test localhost bücher.test\n".write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
-        try "options attempts:1 timeout:1\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let removeFiles = try Self.namespaceFiles(of: network, hosts: "10.77.0.1 portal.test localhost bücher.test\n")
+        defer { removeFiles() }
         let namespace = try NetworkNamespace.named(network.client.name)
         for url in ["http://localhost/generate_204", "http://PORTAL.test/generate_204", "http://portal.test./generate_204"] {
             let found = try ConnectivityProbe(url: url).check(through: "c0", in: namespace)
