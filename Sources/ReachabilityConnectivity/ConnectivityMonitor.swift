@@ -73,6 +73,7 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
         /// new sequence starts with.
         var told: ConnectivityUpdate?
         var onChange: (@Sendable (ConnectivityUpdate) -> Void)?
+        var onProbeStart: (@Sendable (ReachabilityAnswer) -> Void)?
         var continuations: [Int: AsyncStream<ConnectivityUpdate>.Continuation] = [:]
         /// Sequences made but not yet registered on the callbacks' queue.
         var registering: Set<Int> = []
@@ -114,6 +115,17 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
         set {
             var replaced = newValue
             state.withLock { swap(&$0.onChange, &replaced) }
+        }
+    }
+
+    /// A closure called on ``callbackQueue`` when a reachable answer comes and its probe starts,
+    /// in order with ``onChange``: until the probe's update, the connectivity of the last one
+    /// was found for another answer. (For `reach wait`, which must not take it for this one's.)
+    package var onProbeStart: (@Sendable (ReachabilityAnswer) -> Void)? {
+        get { state.withLock { $0.onProbeStart } }
+        set {
+            var replaced = newValue
+            state.withLock { swap(&$0.onProbeStart, &replaced) }
         }
     }
 
@@ -194,6 +206,11 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
         let generation = state.withLock { state -> Int? in
             guard state.isListening else { return nil }
             state.generation += 1
+            if answer.isReachable, state.onProbeStart != nil {
+                // Queued under the lock, in order with the deliveries.
+                let generation = state.generation
+                callbackQueue.async { [weak self] in self?.tellProbeStart(answer, generation: generation) }
+            }
             return state.generation
         }
         guard let generation else { return }
@@ -229,6 +246,13 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
             // Queued under the lock, so that deliveries keep their order; run after it.
             callbackQueue.async { [weak self] in self?.run(update) }
         }
+    }
+
+    /// Runs ``onProbeStart`` for `answer`, unless another answer came or the monitor stopped
+    /// since it was queued.
+    private func tellProbeStart(_ answer: ReachabilityAnswer, generation: Int) {
+        let onProbeStart = state.withLock { $0.isListening && $0.generation == generation ? $0.onProbeStart : nil }
+        onProbeStart?(answer)
     }
 
     /// Runs the callbacks for `update`, unless the monitor stopped since it was queued.

@@ -123,22 +123,15 @@ struct WaitCommand: ParsableCommand {
                                           conditions: WaitConditions) throws -> @Sendable () -> Void {
         let index = conditions.add()
         let monitor = try ConnectivityMonitor(target: target, namespace: namespace, probe: probe, queue: queue)
-        let answers = try ReachabilityMonitor(target: target, namespace: namespace, queue: queue)
-        // Both closures run on `queue`, one at a time.
-        let probed = Locked<ReachabilityAnswer?>(nil)
+        // Both closures run on `queue`, in order.
         monitor.onChange = { update in
-            probed.withLock { $0 = update.answer }
             conditions.set(index, update.connectivity >= level, answer: update.answer)
         }
-        answers.onChange = { _, answer in
-            if probed.withLock({ $0 != answer }), conditions.isReported(index) { conditions.set(index, false) }
+        monitor.onProbeStart = { _ in
+            if conditions.isReported(index) { conditions.set(index, false) }
         }
-        answers.startListening()
         monitor.startListening()
-        return {
-            monitor.stopListening()
-            answers.stopListening()
-        }
+        return monitor.stopListening
     }
 
     /// Watches the links of the namespace for `readiness`.

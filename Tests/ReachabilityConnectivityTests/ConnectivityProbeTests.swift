@@ -132,6 +132,29 @@ struct ConnectivityNamespaceTests {
         var iterator = monitor.updates().makeAsyncIterator()
         #expect(await iterator.next()?.connectivity == .full, "a sequence starts with the latest update")
     }
+
+    /// Each reachable answer is told as its probe starts, before the update its probe gives;
+    /// an answer that is not reachable is probed for nothing and told only by its update.
+    @Test func aProbesStartIsToldBeforeItsUpdate() throws {
+        let network = try ProbeNetwork("lprobestart")
+        defer { network.stop() }
+        let monitor = try ConnectivityMonitor(namespace: .named(network.client.name), probe: ConnectivityProbe(url: network.url()))
+        let told = Locked<[String]>([])
+        @Sendable func gateway(_ answer: ReachabilityAnswer) -> String { answer.gateway?.description ?? "-" }
+        monitor.onProbeStart = { answer in told.withLock { $0.append("start \(gateway(answer))") } }
+        monitor.onChange = { update in told.withLock { $0.append("\(update.connectivity) \(gateway(update.answer))") } }
+        monitor.startListening()
+        defer { monitor.stopListening() }
+        #expect(eventually { told.withLock { $0 } == ["start 10.77.0.1", "full 10.77.0.1"] }, "\(told.withLock { $0 })")
+        // Another router on the link: a new answer, probed again.
+        try network.client.ip("route", "replace", "default", "via", "10.77.0.9")
+        #expect(eventually { told.withLock { $0 } == ["start 10.77.0.1", "full 10.77.0.1", "start 10.77.0.9", "full 10.77.0.9"] },
+                "\(told.withLock { $0 })")
+        // Not reachable: told by its update alone.
+        try network.client.ip("link", "set", "c0", "down")
+        #expect(eventually { told.withLock { $0.last } == "none -" }, "\(told.withLock { $0 })")
+        #expect(told.withLock { $0.count } == 5, "\(told.withLock { $0 })")
+    }
 }
 
 @Suite("Connectivity of paths", .enabled(if: namespacesAvailable, "needs root and iproute2"))
