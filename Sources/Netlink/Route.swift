@@ -50,12 +50,14 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     /// in both modes, has a next hop through the loopback link in the compatibility mode and
     /// none here.
     public var nexthopID: UInt32?
-    /// The IPv4 route's place, from 0, among the routes of its table with the same destination,
-    /// type of service and metric (its key's prefix part), in the order the kernel keeps them:
-    /// `ip route prepend` puts a route first, `ip route append` last. The kernel's lookup takes
-    /// the first of them whose next hops are not all dead (unless the neighbour entry of the
-    /// first one's router has failed: see the README). Set for the routes that a subscription
-    /// keeps and that ``NetlinkConnection/defaultRoutes()`` reads; 0 in other routes.
+    /// The IPv4 route's place, from 0, in the kernel's order among its ties.
+    ///
+    /// Its ties are the routes of its table with the same destination, type of service and
+    /// metric (its key's prefix part): `ip route prepend` puts a route first, `ip route append`
+    /// last. The kernel's lookup takes the first of them whose next hops are not all dead
+    /// (unless the neighbour entry of the first one's router has failed: see the README). Set
+    /// for the routes that a subscription keeps and that ``NetlinkConnection/defaultRoutes()``
+    /// reads; 0 in other routes.
     public var tieOrder = 0
 
     /// Creates a route value. The library fills these from the kernel.
@@ -86,10 +88,12 @@ public struct Route: Sendable, Hashable, CustomStringConvertible {
     public var outputLinkIndex: Int32? { nexthops.first?.linkIndex }
     /// True for a zero-length destination.
     public var isDefault: Bool { destination.isDefault }
-    /// True for a default route and for a route to either half of the address space
-    /// (`0.0.0.0/1`, `128.0.0.0/1`, `::/1`, `8000::/1`), which VPNs add to take the internet
-    /// without replacing the default route (OpenVPN's `redirect-gateway def1`, a WireGuard
-    /// peer whose allowed IPs are split in two): the routes a subscription keeps.
+    /// True for a default route and for a route to either half of the address space.
+    ///
+    /// The halves (`0.0.0.0/1`, `128.0.0.0/1`, `::/1`, `8000::/1`) are what VPNs add to take
+    /// the internet without replacing the default route (OpenVPN's `redirect-gateway def1`, a
+    /// WireGuard peer whose allowed IPs are split in two). These are the routes a subscription
+    /// keeps.
     public var isDefaultOrHalf: Bool { destination.prefixLength <= 1 }
     /// True when any next hop goes out through `linkIndex`.
     public func uses(linkIndex: Int32) -> Bool { nexthops.contains { $0.linkIndex == linkIndex } }

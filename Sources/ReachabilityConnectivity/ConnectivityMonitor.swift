@@ -118,9 +118,10 @@ public final class ConnectivityMonitor: Sendable, CustomStringConvertible {
         }
     }
 
-    /// A closure called on ``callbackQueue`` when a reachable answer comes and its probe starts,
-    /// in order with ``onChange``: until the probe's update, the connectivity of the last one
-    /// was found for another answer. (For `reach wait`, which must not take it for this one's.)
+    /// A closure called on ``callbackQueue`` when a reachable answer's probe starts.
+    ///
+    /// It runs in order with ``onChange``: until the probe's update comes, the last update's
+    /// connectivity was found for another answer (`reach wait` must not take it for this one's).
     package var onProbeStart: (@Sendable (ReachabilityAnswer) -> Void)? {
         get { state.withLock { $0.onProbeStart } }
         set {

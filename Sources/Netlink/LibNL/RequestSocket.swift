@@ -621,7 +621,6 @@ final class RequestSocket {
 
     private enum RouteMessageKind { case keptRoute, other, pastKeptRoutes }
 
-
     /// Reads only the header, table and destination of a route message (libnl's attribute
     /// parser): is it a default route or a half of the address space, or an IPv4 route of
     /// `stopTable` (the main table, or the one table dumped) whose destination is past
