@@ -45,4 +45,16 @@ struct ProbeOptions: ParsableArguments {
         return .nanoseconds(Int64((seconds * 1e9).rounded(.up)))
     }
 }
+
+/// `--probe-interval`, which `watch` and `wait` take beside ``ProbeOptions``.
+struct ProbeIntervalOption: ParsableArguments {
+    @Option(name: .customLong("probe-interval"),
+            help: ArgumentHelp("Probe again this often while the answer stays (default: only on changes).", valueName: "SECONDS"))
+    var seconds: Double?
+
+    /// Refuses an interval without the option that asks for a probe.
+    func validate(connectivityAsked: Bool) throws {
+        if seconds != nil, !connectivityAsked { throw ValidationError("--probe-interval needs --connectivity") }
+    }
+}
 #endif

@@ -43,9 +43,7 @@ struct WaitCommand: ParsableCommand {
 
     @OptionGroup var probeOptions: ProbeOptions
 
-    @Option(name: .customLong("probe-interval"),
-            help: ArgumentHelp("Probe again this often while nothing changes (default: only on changes).", valueName: "SECONDS"))
-    var probeInterval: Double?
+    @OptionGroup var probeInterval: ProbeIntervalOption
 
     @Option(help: ArgumentHelp("Give up after this many seconds (exit 1).", valueName: "SECONDS"))
     var timeout: Double?
@@ -56,7 +54,7 @@ struct WaitCommand: ParsableCommand {
         if let timeout, !(timeout >= 0 && timeout.isFinite) { throw ValidationError("--timeout must be a number of seconds, 0 or more") }
         if connectivity == Connectivity.none { throw ValidationError("--connectivity takes limited, portal or full") }
         try probeOptions.validate(connectivityAsked: connectivity != nil)
-        if probeInterval != nil, connectivity == nil { throw ValidationError("--probe-interval needs --connectivity") }
+        try probeInterval.validate(connectivityAsked: connectivity != nil)
         if (ipv4 || ipv6), interfaces.isEmpty, !any, target != nil {
             throw ValidationError("-4 and -6 apply to the internet's default routes or to links, not to a TARGET")
         }
@@ -82,7 +80,7 @@ struct WaitCommand: ParsableCommand {
         }
         var probe: ConnectivityProbe?
         if let level = connectivity {
-            var asked = try probeOptions.probe(interval: probeInterval)
+            var asked = try probeOptions.probe(interval: probeInterval.seconds)
             if families.count == 1 { asked.addressFamily = families.first }
             probe = asked
             conditions.append { conditions in try Self.watchConnectivity(of: parsed, at: level, probe: asked, in: namespace,

@@ -35,16 +35,14 @@ struct WatchCommand: ParsableCommand {
 
     @OptionGroup var probeOptions: ProbeOptions
 
-    @Option(name: .customLong("probe-interval"),
-            help: ArgumentHelp("Probe again this often while an answer stays (default: only on changes).", valueName: "SECONDS"))
-    var probeInterval: Double?
+    @OptionGroup var probeInterval: ProbeIntervalOption
 
     /// The subscription and the monitors live as long as the process prints.
     private static let keepAlive = Locked<(NetlinkSubscription?, [ReachabilityMonitor], [ConnectivityMonitor])>((nil, [], []))
 
     func validate() throws {
         try probeOptions.validate(connectivityAsked: connectivity)
-        if probeInterval != nil, !connectivity { throw ValidationError("--probe-interval needs --connectivity") }
+        try probeInterval.validate(connectivityAsked: connectivity)
     }
 
     func run() throws {
@@ -97,7 +95,7 @@ struct WatchCommand: ParsableCommand {
     /// every change of either, until interrupted or until the namespace goes away.
     private func watchConnectivity(of parsed: [(String, ReachabilityTarget)], in namespace: NetworkNamespace,
                                    subscription: NetlinkSubscription, ended: EndOfMonitoring) throws -> Never {
-        let probe = try probeOptions.probe(interval: probeInterval)
+        let probe = try probeOptions.probe(interval: probeInterval.seconds)
         // One queue for every target's lines: they come out whole and in order.
         let queue = DispatchQueue(label: "reach watch")
         let json = self.json
