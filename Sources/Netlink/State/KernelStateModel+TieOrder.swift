@@ -12,10 +12,7 @@ extension KernelStateModel {
         }
         route.tieOrder = 0
         for (key, old) in ties.sorted(by: { $0.value.tieOrder > $1.value.tieOrder }) {
-            var moved = old
-            moved.tieOrder += 1
-            state.defaultRoutes[key] = moved
-            events.append(.route(.changed(old: old, new: moved)))
+            move(old, at: key, to: old.tieOrder + 1)
         }
     }
 
@@ -26,10 +23,15 @@ extension KernelStateModel {
         let ties = state.defaultRoutes.filter { $0.key.prefixPart == part }
             .sorted { ($0.value.tieOrder, $0.value.outputLinkIndex ?? 0) < ($1.value.tieOrder, $1.value.outputLinkIndex ?? 0) }
         for (position, (key, old)) in ties.enumerated() where old.tieOrder != position {
-            var moved = old
-            moved.tieOrder = position
-            state.defaultRoutes[key] = moved
-            events.append(.route(.changed(old: old, new: moved)))
+            move(old, at: key, to: position)
         }
+    }
+
+    /// Gives the kept route `old`, stored at `key`, the place `position`, reporting the change.
+    private mutating func move(_ old: Route, at key: Route.Key, to position: Int) {
+        var moved = old
+        moved.tieOrder = position
+        state.defaultRoutes[key] = moved
+        events.append(.route(.changed(old: old, new: moved)))
     }
 }
