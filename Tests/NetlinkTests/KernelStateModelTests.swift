@@ -300,6 +300,28 @@ struct KernelStateModelTests {
         #expect(model.rereads.ruleFamilies == [.ipv4])
     }
 
+    /// The kernel tells of a rename before it detaches the rules that name the old name: a
+    /// re-read that the rename's message started may still find them attached. The link's
+    /// configuration, registered again after the detach, starts another.
+    @Test func aRuleNamingARenamedLinksOldNameIsReadAgainWithItsConfiguration() {
+        var rule = PolicyRule(family: .ipv4, priority: 100, table: RouteTable(rawValue: 100))
+        rule.inputLinkName = "lo"
+        var state = NetworkState(links: [1: Self.link(1, "lo")])
+        state.policyRules = [.ipv4: [rule]]
+        var model = KernelStateModel(state: state, nexthopObjects: [:])
+        model.apply(.link(old: Self.link(1, "lo"), new: Self.link(1, "lo0")))
+        #expect(model.rereads.ruleFamilies == [.ipv4])
+        model.adoptRereadRules([.ipv4: [rule]])  // read before the kernel detached it
+        _ = model.takeEvents()
+        #expect(model.rereads.ruleFamilies.isEmpty)
+        let configuration = InterfaceConfiguration(family: .ipv4, scope: .link(1), forwarding: false)
+        model.apply(.configuration(old: configuration, new: nil))
+        #expect(model.rereads.ruleFamilies == [.ipv4])
+        model.adoptRereadRules([.ipv4: [rule]])
+        model.apply(.configuration(old: nil, new: configuration))
+        #expect(model.rereads.ruleFamilies.isEmpty, "the old name is read again once")
+    }
+
     @Test func aResynchronizationReportsChangedRulesAndForgetsTheMarks() {
         var model = Self.model()
         model.apply(.link(old: Self.link(2, "eth0"), new: Self.link(2, "eth0", flags: [])))

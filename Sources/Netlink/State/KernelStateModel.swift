@@ -22,6 +22,9 @@ struct KernelStateModel {
     /// The soonest expiry of a default route that a message brought since
     /// ``takeNotedExpiry()`` was last called.
     var notedExpiry: ContinuousClock.Instant?
+    /// The names that renamed links had before, by link index, until their configuration is
+    /// registered again (see ``applyConfiguration(old:new:)``).
+    var namesBeforeRename: [Int32: Set<String>] = [:]
 
     /// Creates the model from the kernel's state as read at the start.
     init(state: NetworkState, nexthopObjects: [UInt32: NexthopObject]) {
@@ -91,8 +94,10 @@ struct KernelStateModel {
         noteLinkChange(change)
         events.append(.link(change))
         switch change {
-        case .new(let new): rereadRulesNaming(new.name)
-        case .changed(let old, let new) where old.name != new.name: rereadRulesNaming(old.name, new.name)
+        case .new(let new): rereadRulesNaming([new.name])
+        case .changed(let old, let new) where old.name != new.name:
+            rereadRulesNaming([old.name, new.name])
+            namesBeforeRename[new.index, default: []].insert(old.name)
         default: break
         }
         let reachability: InterfaceFlags = [.up, .running, .lowerUp]
@@ -124,12 +129,13 @@ struct KernelStateModel {
     /// link there (`IFLA_LINK_NETNSID`), which the kernel tells no one.
     private mutating func removeLink(index: Int32, lastSeen: Link) {
         let old = state.links.removeValue(forKey: index) ?? lastSeen
+        namesBeforeRename[index] = nil
         state.linkRevision = Self.nextLinkRevision()
         events.append(.link(.removed(old)))
         for link in state.links.values where link.lowerLinkIndex == index && link.linkNamespaceID == nil {
             rereads.lowerLinkLost.insert(link.index)
         }
-        rereadRulesNaming(old.name)
+        rereadRulesNaming([old.name])
         for (key, address) in state.addresses where address.linkIndex == index {
             state.addresses[key] = nil
             events.append(.address(.removed(address)))
@@ -193,9 +199,11 @@ struct KernelStateModel {
             rereadRoutesMarkedDead(family: key.family, scope: key.scope)
         }
         // A renamed link's configuration is registered again (these messages) after the kernel
-        // has attached the rules that name its new name, which it did after it told of the
-        // rename: the rules are read once more.
-        if case .link(let index) = key.scope, let link = state.links[index] { rereadRulesNaming(link.name) }
+        // has detached the rules that name its old name and attached those that name its new
+        // one, which it did after it told of the rename: the rules are read once more.
+        if case .link(let index) = key.scope, let link = state.links[index] {
+            rereadRulesNaming([link.name] + (namesBeforeRename.removeValue(forKey: index) ?? []))
+        }
     }
 
     /// `ignore_routes_with_linkdown` changed: the kernel reports the next hops of a link
@@ -240,7 +248,7 @@ struct KernelStateModel {
     /// Marks for a re-read the families with a rule that names a link by `names`: the kernel
     /// attaches and detaches such rules when a link of that name comes, goes or is renamed,
     /// without a rule message.
-    private mutating func rereadRulesNaming(_ names: String...) {
+    private mutating func rereadRulesNaming(_ names: [String]) {
         for (family, rules) in state.policyRules where rules.contains(where: { rule in
             names.contains { $0 == rule.inputLinkName || $0 == rule.outputLinkName }
         }) {
