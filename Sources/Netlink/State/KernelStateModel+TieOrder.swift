@@ -4,8 +4,7 @@ extension KernelStateModel {
     /// first otherwise (`ip route prepend`, or the first of its prefix part). The routes it goes
     /// before move one place down, each reported changed.
     mutating func placeAmongTies(_ route: inout Route, appended: Bool) {
-        let part = route.key.prefixPart
-        let ties = state.defaultRoutes.filter { $0.key.prefixPart == part }
+        let ties = keptTies(of: route.key.prefixPart)
         if appended {
             route.tieOrder = ties.count
             return
@@ -20,11 +19,16 @@ extension KernelStateModel {
     /// went away, reporting each whose place changed.
     mutating func closeTieGaps(of part: Route.Key) {
         guard part.family == .ipv4 else { return }
-        let ties = state.defaultRoutes.filter { $0.key.prefixPart == part }
+        let ties = keptTies(of: part)
             .sorted { ($0.value.tieOrder, $0.value.outputLinkIndex ?? 0) < ($1.value.tieOrder, $1.value.outputLinkIndex ?? 0) }
         for (position, (key, old)) in ties.enumerated() where old.tieOrder != position {
             move(old, at: key, to: position)
         }
+    }
+
+    /// The kept routes of prefix part `part`, by key.
+    private func keptTies(of part: Route.Key) -> [Route.Key: Route] {
+        state.defaultRoutes.filter { $0.key.prefixPart == part }
     }
 
     /// Gives the kept route `old`, stored at `key`, the place `position`, reporting the change.
