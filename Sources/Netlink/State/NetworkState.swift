@@ -10,17 +10,18 @@ public struct NetworkState: Sendable, Hashable {
     public var links: [Int32: Link]
     /// The interface addresses, by their identity.
     public var addresses: [InterfaceAddress.Key: InterfaceAddress]
-    /// The default routes (zero-length destination) of every table and family, by their
-    /// identity, with the routes to either half of the address space, which VPNs add in their
-    /// place (see ``Route/isDefaultOrHalf``). A subscription reads them at its start as ``NetlinkConnection/defaultRoutes()`` does (an
-    /// IPv4 table whose id is 255 modulo 256 and that no policy rule names, and the local table,
-    /// are not read then) and follows every change the kernel announces afterwards, in every
-    /// table; once a message has told of a default route in such a table, re-reads read that
-    /// table by name too. The deletion of a route it never read is not reported. A route that has
-    /// expired (an IPv6 route of a router advertisement whose lifetime ran out), which the
-    /// kernel's lookups pass over at once but deletes with a message only at its next garbage
-    /// collection, up to 30 s later, is not kept: a subscription reads the routes again at the
-    /// soonest expiry (a timer only while such a route exists) and reports it removed.
+    /// The default routes (zero-length destination) of every table and family, by their identity,
+    /// with the routes to either half of the address space, which VPNs add in their place (see
+    /// ``Route/isDefaultOrHalf``). A subscription reads them at its start as
+    /// ``NetlinkConnection/defaultRoutes()`` does (an IPv4 table whose id is 255 modulo 256 and
+    /// that no policy rule names, and the local table, are not read then) and follows every change
+    /// the kernel announces afterwards, in every table; once a message has told of a default route
+    /// in such a table, re-reads read that table by name too. The deletion of a route it never read
+    /// is not reported. A route that has expired (an IPv6 route of a router advertisement whose
+    /// lifetime ran out), which the kernel's lookups pass over at once but deletes with a message
+    /// only at its next garbage collection, up to 30 s later, is not kept: a subscription reads the
+    /// routes again at the soonest expiry (a timer only while such a route exists) and reports it
+    /// removed.
     public var defaultRoutes: [Route.Key: Route]
     /// The policy-routing rules (`ip rule`) of each family whose rules were read, in the
     /// kernel's order (by priority). A family without an entry (in a state built by hand, or
